@@ -1,0 +1,239 @@
+"""The ``hlmem`` command line: argparse subcommands, one library call each.
+
+Results go to stdout (``--json`` for machines), logs to stderr. Exit codes: 0 ok, 1 failure,
+2 usage. Every option can also be set as ``HLMEM_<NAME>``; ``--help`` names the variable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from hlmem.config import Config, env_default, load_config
+from hlmem.errors import HlmemError
+from hlmem.memory import Memory
+from hlmem.memory import open as open_memory
+from hlmem.store import Store
+
+Handler = Callable[[argparse.Namespace, Config], Awaitable[int]]
+
+
+def _env_opt(parser: argparse.ArgumentParser, flag: str, env: str, help_text: str, **kw: Any) -> None:
+    parser.add_argument(flag, default=env_default(env), help=f"{help_text} [env HLMEM_{env}]", **kw)
+
+
+def _out(args: argparse.Namespace, data: Any, text: str) -> None:
+    if getattr(args, "json", False):
+        print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    else:
+        print(text)
+
+
+def _need_db(args: argparse.Namespace) -> Path:
+    if not args.db:
+        raise HlmemError("no database: pass --db FILE or set HLMEM_DB")
+    return Path(args.db)
+
+
+# --- commands ---------------------------------------------------------------------------------
+
+
+async def cmd_init(args: argparse.Namespace, cfg: Config) -> int:
+    store = await Store.open(_need_db(args), cfg.store)
+    await store.close()
+    _out(args, {"db": str(args.db), "driver": store.caps.driver}, f"initialised {args.db}")
+    return 0
+
+
+async def cmd_migrate(args: argparse.Namespace, cfg: Config) -> int:
+    store = await Store.open(_need_db(args), cfg.store)
+    applied = await store.applied_migrations()
+    await store.close()
+    _out(args, {"applied": applied}, f"schema at migration {max(applied)}")
+    return 0
+
+
+async def cmd_ingest(args: argparse.Namespace, cfg: Config) -> int:
+    from tqdm import tqdm
+
+    from hlmem.jsonl import ingest_jsonl
+
+    path = Path(args.file)
+    if not path.is_file():
+        raise HlmemError(f"no such file: {path}")
+    mode = "inline" if args.drain else "external"
+    async with open_memory(_need_db(args), config=cfg, pipeline=mode) as mem:
+        total = sum(1 for _ in path.open("rb"))
+        with tqdm(total=total, unit="line", disable=args.json or not sys.stderr.isatty()) as bar:
+            summary = await ingest_jsonl(mem, path, progress=bar.update)
+        if args.drain:
+            await mem.flush()
+            await mem.drain()
+    for err in summary.errors:
+        print(err, file=sys.stderr)
+    _out(
+        args,
+        summary.model_dump(),
+        f"accepted {summary.accepted}, duplicate {summary.duplicate}, rejected {summary.rejected}",
+    )
+    return 1 if summary.rejected else 0
+
+
+async def cmd_worker(args: argparse.Namespace, cfg: Config) -> int:
+    async with open_memory(_need_db(args), config=cfg, pipeline="inline") as mem:
+        if args.flush:
+            await mem.flush()
+        if args.drain:
+            await mem.run_until_idle(settle_s=args.settle_s)
+        else:
+            with anyio.open_signal_receiver(2, 15) as signals:  # SIGINT, SIGTERM
+                async for _ in signals:
+                    break
+        stats = await mem.stats()
+    _out(args, stats.model_dump(), "worker stopped: " + _stats_line(stats.model_dump()))
+    return 0
+
+
+async def cmd_jobs(args: argparse.Namespace, cfg: Config) -> int:
+    async with open_memory(_need_db(args), config=cfg, pipeline="external") as mem:
+        if args.jobs_cmd == "list":
+            rows = await mem.list_jobs(status=args.status, kind=args.kind, limit=args.limit)
+            text = "\n".join(
+                f"{r.id:>8} {r.kind:<10} {r.status:<7} attempts={r.attempts} {r.last_error or ''}"
+                for r in rows
+            )
+            _out(args, [r.model_dump() for r in rows], text or "no jobs")
+        elif args.jobs_cmd == "retry":
+            n = await mem.retry_jobs(kind=args.kind, job_id=args.id)
+            _out(args, {"retried": n}, f"{n} job(s) back to todo")
+        else:
+            n = await mem.purge_jobs(older_than_s=args.older_than_days * 86400)
+            _out(args, {"purged": n}, f"{n} done job(s) purged")
+    return 0
+
+
+def _stats_line(s: dict[str, Any]) -> str:
+    return (
+        f"events={s['events']} sessions={s['sessions']} claims={s['claims']} "
+        f"windows={s['windows']} jobs={s['jobs']}"
+    )
+
+
+async def cmd_stats(args: argparse.Namespace, cfg: Config) -> int:
+    async with open_memory(_need_db(args), config=cfg, pipeline="external") as mem:
+        stats = (await mem.stats()).model_dump()
+    _out(args, stats, _stats_line(stats))
+    return 0
+
+
+async def cmd_recall(args: argparse.Namespace, cfg: Config) -> int:
+    async with open_memory(_need_db(args), config=cfg, pipeline="external") as mem:
+        hits = await mem.recall(args.query, namespace=args.namespace, k=args.k)
+    _out(
+        args,
+        [h.model_dump(mode="json") for h in hits],
+        "\n".join(f"{h.score:.2f}  {h.claim.text}" for h in hits) or "nothing recalled",
+    )
+    return 0
+
+
+async def cmd_doctor(args: argparse.Namespace, cfg: Config) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        store = await Store.open(Path(tmp) / "doctor.db", cfg.store)
+        caps = store.caps
+        await store.close()
+    info = {
+        "python": sys.version.split()[0],
+        "sqlite_module": caps.driver,
+        "sqlite_version": caps.sqlite_version,
+        "sqlite_vec": caps.vec_version,
+    }
+    _out(args, info, "\n".join(f"{k}: {v}" for k, v in info.items()))
+    return 0
+
+
+async def cmd_quickstart(args: argparse.Namespace, cfg: Config) -> int:
+    from hlmem.quickstart import run_quickstart
+
+    return await run_quickstart(cfg, as_json=args.json)
+
+
+# --- parser -----------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    fmt = argparse.ArgumentDefaultsHelpFormatter
+    parser = argparse.ArgumentParser(
+        prog="hlmem", description="Local-first long-term memory for LLM agents.",
+        allow_abbrev=False, formatter_class=fmt,
+    )
+    _env_opt(parser, "--db", "DB", "SQLite database file")
+    _env_opt(parser, "--config", "CONFIG", "TOML config file (see config/default.toml)")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logs on stderr (-vv: debug)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text, allow_abbrev=False, formatter_class=fmt)
+        p.add_argument("--json", action="store_true", help="machine-readable output")
+        p.set_defaults(handler=handler)
+        return p
+
+    command("init", cmd_init, "create the database file and its schema")
+    command("migrate", cmd_migrate, "apply pending schema migrations")
+    p = command("ingest", cmd_ingest, "ingest events from a JSONL file (one event per line)")
+    p.add_argument("file", help="JSONL file: session_id, role, content, optional event_id, "
+                   "namespace, occurred_at, origin_class, session_kind, metadata")
+    p.add_argument("--drain", action="store_true", help="run the pipeline here until all is processed")
+    p = command("worker", cmd_worker, "run the pipeline on the database (until SIGINT/SIGTERM)")
+    p.add_argument("--drain", action="store_true", help="exit once no job is waiting or running")
+    p.add_argument("--flush", action="store_true", help="close every open window first")
+    p.add_argument("--settle-s", type=float, default=0.5, help="with --drain: idle time before exiting")
+    p = command("jobs", cmd_jobs, "inspect and re-drive pipeline jobs")
+    jobs = p.add_subparsers(dest="jobs_cmd", required=True, metavar="ACTION")
+    jl = jobs.add_parser("list", help="list jobs, newest first", formatter_class=fmt)
+    jl.add_argument("--status", choices=["todo", "doing", "done", "failed", "parked"])
+    jl.add_argument("--kind", help="stage name (windower, extractor)")
+    jl.add_argument("--limit", type=int, default=50)
+    jl.add_argument("--json", action="store_true", help="machine-readable output")
+    jr = jobs.add_parser("retry", help="put failed and parked jobs back to todo", formatter_class=fmt)
+    jr.add_argument("--kind", help="only this stage")
+    jr.add_argument("--id", type=int, help="only this job")
+    jr.add_argument("--json", action="store_true", help="machine-readable output")
+    jp = jobs.add_parser("purge", help="delete old done jobs", formatter_class=fmt)
+    jp.add_argument("--older-than-days", type=float, default=7.0)
+    jp.add_argument("--json", action="store_true", help="machine-readable output")
+    command("stats", cmd_stats, "counts of events, claims, windows and jobs")
+    p = command("recall", cmd_recall, "recall claims relevant to a query")
+    p.add_argument("query")
+    p.add_argument("--namespace", default=None, help="namespace (default: ingest.default_namespace)")
+    p.add_argument("--k", type=int, default=5, help="how many results")
+    command("doctor", cmd_doctor, "check the SQLite module, its version and sqlite-vec")
+    command("quickstart", cmd_quickstart, "run a sample conversation through a fresh store")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    level = [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)]
+    logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        cfg = load_config(args.config)
+        return int(anyio.run(args.handler, args, cfg, backend="asyncio"))
+    except HlmemError as exc:
+        print(f"hlmem: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,229 @@
+"""Event ingestion with group commit and backpressure.
+
+``EventWriter.submit`` validates events, then hands them to one committer task through a
+bounded queue. The committer takes everything waiting (up to ``group_commit_max_rows``) and
+writes it in one transaction: the events, their sessions and one windower job per new event.
+Only after that commit does each submitter's future resolve, so an acknowledged event is
+durable (invariant 1). Events whose id is already stored are no-ops that return the stored id.
+
+Backpressure: when the durable backlog (todo + doing jobs) reaches
+``backlog_high_water_jobs``, submitters wait until it falls to ``backlog_low_water_jobs``; the
+pending queue is bounded too, so memory stays flat however far producers run ahead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from anyio.abc import TaskStatus
+
+from hlmem.clock import Clock, iso, wall
+from hlmem.config import IngestConfig
+from hlmem.errors import ClosedError, ContentTooLarge, InputError
+from hlmem.messages import DEFAULT_ORIGIN, EventIn, EventsAdded, dumps_metadata
+from hlmem.queue import JobQueue, JobSpec
+from hlmem.text import content_hash, new_id
+
+log = logging.getLogger(__name__)
+
+EventRow = tuple[str, str, str, str, str, str, str, str, str, str, str]
+
+
+@dataclass
+class _Submission:
+    rows: list[EventRow]
+    future: asyncio.Future[list[tuple[str, bool]]]
+
+
+@dataclass
+class _Backlog:
+    high: int
+    low: int
+    count: int = 0
+    blocked: bool = False
+    checked: float = 0.0
+    lock: anyio.Lock = field(default_factory=anyio.Lock)
+
+
+class EventWriter:
+    """The one path by which events enter the store."""
+
+    def __init__(self, queue: JobQueue, cfg: IngestConfig, clock: Clock) -> None:
+        self.queue = queue
+        self.store = queue.store
+        self.cfg = cfg
+        self.clock = clock
+        self._pending: asyncio.Queue[_Submission | None] = asyncio.Queue(
+            maxsize=cfg.pending_max_submissions
+        )
+        self._backlog = _Backlog(cfg.backlog_high_water_jobs, cfg.backlog_low_water_jobs)
+        self._closed = False
+        self.committed_batches = 0
+
+    # --- producer side ------------------------------------------------------------------------
+
+    def prepare(self, event: EventIn) -> EventRow:
+        """Validate limits and build the row; derive the defaults the caller left out.
+
+        :raises ContentTooLarge: content over ``max_content_chars``.
+        :raises InputError: metadata too large or not JSON-serialisable.
+        """
+        if len(event.content) > self.cfg.max_content_chars:
+            raise ContentTooLarge(len(event.content), self.cfg.max_content_chars)
+        try:
+            metadata = dumps_metadata(event.metadata)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"metadata is not JSON-serialisable: {exc}") from exc
+        if len(metadata.encode("utf-8")) > self.cfg.max_metadata_bytes:
+            raise InputError(f"metadata is over {self.cfg.max_metadata_bytes} bytes")
+        now = self.clock.now()
+        return (
+            event.event_id or new_id("ev"),
+            event.namespace or self.cfg.default_namespace,
+            event.session_id,
+            event.role.value,
+            event.content,
+            content_hash(event.content),
+            iso(event.occurred_at or now),
+            iso(now),
+            (event.origin_class or DEFAULT_ORIGIN[event.role]).value,
+            event.session_kind.value,
+            metadata,
+        )
+
+    async def submit(self, rows: list[EventRow]) -> list[tuple[str, bool]]:
+        """Commit rows (group commit); return (event id, was_duplicate) per row, in order.
+
+        :raises ClosedError: the writer is stopping.
+        """
+        if self._closed:
+            raise ClosedError("memory is closed")
+        if not rows:
+            return []
+        await self._wait_for_room()
+        future: asyncio.Future[list[tuple[str, bool]]] = asyncio.get_running_loop().create_future()
+        await self._pending.put(_Submission(rows, future))
+        return await future
+
+    async def _wait_for_room(self) -> None:
+        b = self._backlog
+        if not b.blocked and (
+            b.count < b.high or wall() - b.checked < self.cfg.backlog_refresh_s
+        ):
+            return
+        async with b.lock:  # one waiter polls the count; the others queue on the lock
+            await self._refresh_backlog()
+            while b.blocked:
+                await anyio.sleep(self.cfg.backlog_refresh_s)
+                await self._refresh_backlog()
+
+    async def _refresh_backlog(self) -> None:
+        b = self._backlog
+        b.count = await self.queue.backlog()
+        b.checked = wall()
+        if b.count >= b.high and not b.blocked:
+            log.info("ingest paused", extra={"action": "backpressure_on", "backlog": b.count})
+            b.blocked = True
+        elif b.blocked and b.count <= b.low:
+            log.info("ingest resumed", extra={"action": "backpressure_off", "backlog": b.count})
+            b.blocked = False
+
+    @property
+    def backlog_blocked(self) -> bool:
+        return self._backlog.blocked
+
+    # --- committer side -----------------------------------------------------------------------
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Commit pending submissions in groups until ``stop`` and the queue is empty."""
+        task_status.started()
+        stopping = False
+        while not stopping:
+            first = await self._pending.get()
+            if first is None:
+                break
+            group, n = [first], len(first.rows)
+            while n < self.cfg.group_commit_max_rows and not self._pending.empty():
+                nxt = self._pending.get_nowait()
+                if nxt is None:
+                    stopping = True
+                    break
+                group.append(nxt)
+                n += len(nxt.rows)
+            await self._commit_group(group)
+
+    async def stop(self) -> None:
+        """Refuse new submissions; the committer finishes what is pending, then returns."""
+        self._closed = True
+        await self._pending.put(None)
+
+    async def _commit_group(self, group: list[_Submission]) -> None:
+        try:
+            with anyio.CancelScope(shield=True):
+                results = await self._write([s.rows for s in group])
+        except Exception as exc:
+            for sub in group:
+                if not sub.future.done():
+                    sub.future.set_exception(exc)
+            log.exception("group commit failed", extra={"action": "group_commit_failed"})
+            return
+        for sub, result in zip(group, results, strict=True):
+            if not sub.future.done():
+                sub.future.set_result(result)
+        self.committed_batches += 1
+        if wall() - self._backlog.checked >= self.cfg.backlog_refresh_s:
+            await self._refresh_backlog()
+
+    async def _write(self, groups: list[list[EventRow]]) -> list[list[tuple[str, bool]]]:
+        ids = [row[0] for rows in groups for row in rows]
+        async with self.store.transaction() as tx:
+            seen = {r[0] for r in await tx.fetchall("existing_event_ids", (json.dumps(ids),))}
+            new_rows: list[EventRow] = []
+            results = []
+            for rows in groups:
+                out = []
+                for row in rows:
+                    duplicate = row[0] in seen
+                    if not duplicate:
+                        seen.add(row[0])
+                        new_rows.append(row)
+                    out.append((row[0], duplicate))
+                results.append(out)
+            await tx.executemany("insert_event", new_rows)
+            sessions = {(r[1], r[2]): (r[1], r[2], r[9], r[7]) for r in new_rows}
+            await tx.executemany("insert_session", list(sessions.values()))
+            if new_rows:
+                # One windower job per group commit: one hop per batch, never per event.
+                payload = EventsAdded(event_ids=tuple(r[0] for r in new_rows))
+                await self.queue.enqueue(
+                    tx, [JobSpec(kind="windower", payload=payload, size=len(new_rows))]
+                )
+        return results
+
+
+def coerce_event(item: EventIn | dict[str, Any]) -> EventIn:
+    """Accept an :class:`EventIn` or a plain mapping (validated).
+
+    :raises InputError: the mapping does not validate.
+    """
+    if isinstance(item, EventIn):
+        return item
+    from pydantic import ValidationError
+
+    try:
+        return EventIn.model_validate(item)
+    except ValidationError as exc:
+        raise InputError(_short_validation(exc)) from exc
+
+
+def _short_validation(exc: Any) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        where = ".".join(str(p) for p in err["loc"]) or "event"
+        parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)

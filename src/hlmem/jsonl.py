@@ -1,0 +1,98 @@
+"""JSONL ingestion: one event per line, validated line by line, written in group commits.
+
+A line is rejected, with its line number and reason, when it is not UTF-8, not a JSON object,
+misses a required field, has an unknown field or breaks a limit (content size). Valid lines are
+committed in batches; each event is committed whole with its job, so an interruption leaves
+whole events only. A line without ``event_id`` gets one derived from the file's bytes for that
+line and how many identical lines came before it, so ingesting the same file again is a no-op.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from hlmem.errors import InputError
+from hlmem.ingest import EventRow, coerce_event
+from hlmem.memory import Memory
+from hlmem.messages import IngestSummary
+
+MAX_ERRORS_KEPT = 100
+
+
+def read_lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
+    for number, raw in enumerate(stream, start=1):
+        yield number, raw.rstrip(b"\r\n")
+
+
+def parse_line(raw: bytes, occurrence: int) -> dict[str, Any]:
+    """Decode one line into an event mapping (with a derived event_id when absent).
+
+    :raises InputError: invalid UTF-8, invalid JSON or not an object.
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"invalid UTF-8 at byte {exc.start}") from exc
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})") from exc
+    if not isinstance(obj, dict):
+        raise InputError("a line must be a JSON object")
+    if obj.get("event_id") is None:
+        digest = hashlib.blake2b(raw, digest_size=12).hexdigest()
+        obj["event_id"] = f"jl_{digest}_{occurrence}"
+    return obj
+
+
+async def ingest_jsonl(
+    mem: Memory,
+    path: str | Path,
+    *,
+    progress: Callable[[int], None] | None = None,
+) -> IngestSummary:
+    """Ingest a JSONL file of events; return counts of accepted, duplicate and rejected lines.
+
+    ``progress`` is called with the number of lines handled since its last call.
+    """
+    accepted = duplicate = rejected = 0
+    errors: list[str] = []
+    seen: Counter[bytes] = Counter()
+    batch: list[EventRow] = []
+    batch_lines = 0
+
+    async def commit() -> None:
+        nonlocal accepted, duplicate, batch, batch_lines
+        if batch:
+            for _, was_duplicate in await mem.writer.submit(batch):
+                if was_duplicate:
+                    duplicate += 1
+                else:
+                    accepted += 1
+        if progress and batch_lines:
+            progress(batch_lines)
+        batch, batch_lines = [], 0
+
+    with Path(path).open("rb") as stream:
+        for number, raw in read_lines(stream):
+            batch_lines += 1
+            if not raw.strip():
+                continue
+            seen[raw] += 1
+            try:
+                batch.append(mem.writer.prepare(coerce_event(parse_line(raw, seen[raw]))))
+            except InputError as exc:
+                rejected += 1
+                if len(errors) < MAX_ERRORS_KEPT:
+                    errors.append(f"line {number}: {exc}")
+            if len(batch) >= mem.config.ingest.group_commit_max_rows:
+                await commit()
+        await commit()
+    return IngestSummary(
+        accepted=accepted, duplicate=duplicate, rejected=rejected, errors=tuple(errors)
+    )

@@ -1,0 +1,339 @@
+"""The public async facade: ``async with hlmem.open(path) as mem``.
+
+A :class:`Memory` owns the store, the job queue, the event writer (group commit) and, unless
+``pipeline="external"``, the pipeline running as background tasks in the caller's event loop.
+With ``pipeline="external"`` a separate ``hlmem worker`` process on the same file does the
+processing, with identical results. Every method is non-blocking; ``add_event`` returns once
+the event and its job are committed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from contextlib import AsyncExitStack
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+import anyio
+from pydantic import BaseModel, ConfigDict
+
+from hlmem.clock import Clock, SystemClock, parse_iso, wall
+from hlmem.config import Config, load_config
+from hlmem.errors import ClosedError, InputError
+from hlmem.ingest import EventWriter, coerce_event
+from hlmem.messages import (
+    Claim,
+    ClaimStatus,
+    EventIn,
+    EvidenceSpan,
+    FlushRequested,
+    OriginClass,
+    RecallHit,
+    Role,
+    SessionEnded,
+    SessionKind,
+)
+from hlmem.pipeline import Pipeline
+from hlmem.queue import JobQueue, JobSpec
+from hlmem.store import Store
+from hlmem.text import tokens
+
+PipelineMode = Literal["inline", "external"]
+
+
+class Stats(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    events: int
+    sessions: int
+    claims: dict[str, int]
+    windows: dict[str, int]
+    extractions: int
+    evidence: int
+    jobs: dict[str, dict[str, int]]
+
+
+class JobRow(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: int
+    kind: str
+    status: str
+    attempts: int
+    last_error: str | None
+    created_at: float
+    updated_at: float
+    payload: dict[str, Any]
+
+
+def open(  # noqa: A001 - the library's entry point reads as hlmem.open(path)
+    path: str | Path,
+    *,
+    config: Config | None = None,
+    clock: Clock | None = None,
+    pipeline: PipelineMode = "inline",
+) -> Memory:
+    """A memory on the SQLite file at ``path``; use it as ``async with``.
+
+    ``config`` defaults to :func:`hlmem.config.load_config` with no file (defaults plus the
+    ``HLMEM_*`` environment).
+    """
+    return Memory(path, config=config or load_config(), clock=clock, pipeline=pipeline)
+
+
+class Memory:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        config: Config,
+        clock: Clock | None = None,
+        pipeline: PipelineMode = "inline",
+    ) -> None:
+        self.path = Path(path)
+        self.config = config
+        self.clock = clock or SystemClock()
+        self.mode = pipeline
+        self._stack: AsyncExitStack | None = None
+        self._store: Store | None = None
+        self._queue: JobQueue | None = None
+        self._writer: EventWriter | None = None
+        self._pipeline: Pipeline | None = None
+
+    async def __aenter__(self) -> Memory:
+        stack = AsyncExitStack()
+        await stack.__aenter__()
+        try:
+            self._store = await Store.open(self.path, self.config.store)
+            stack.push_async_callback(self._store.close)
+            self._queue = JobQueue(self._store, lease_s=self.config.pipeline.lease_s)
+            stack.callback(self._queue.retire)
+            tg = await stack.enter_async_context(anyio.create_task_group())
+            self._writer = EventWriter(self._queue, self.config.ingest, self.clock)
+            await tg.start(self._writer.run)
+            if self.mode == "inline":
+                self._pipeline = Pipeline(self._queue, self.config, self.clock)
+                await tg.start(self._pipeline.run)
+        except BaseException as exc:
+            await stack.__aexit__(type(exc), exc, exc.__traceback__)
+            raise
+        self._stack = stack
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Commit what is pending, stop the pipeline gracefully and close the store."""
+        stack, self._stack = self._stack, None
+        if stack is None:
+            return
+        if self._writer is not None:
+            await self._writer.stop()
+        if self._pipeline is not None:
+            self._pipeline.stop()
+        await stack.aclose()
+
+    # --- internals ----------------------------------------------------------------------------
+
+    @property
+    def store(self) -> Store:
+        if self._store is None or self._stack is None:
+            raise ClosedError("memory is not open: use `async with hlmem.open(path) as mem`")
+        return self._store
+
+    @property
+    def queue(self) -> JobQueue:
+        self.store  # noqa: B018 - raises when closed
+        assert self._queue is not None
+        return self._queue
+
+    @property
+    def writer(self) -> EventWriter:
+        self.store  # noqa: B018 - raises when closed
+        assert self._writer is not None
+        return self._writer
+
+    # --- writes -------------------------------------------------------------------------------
+
+    async def add_event(
+        self,
+        session_id: str,
+        content: str,
+        *,
+        role: Role | str = Role.USER,
+        namespace: str | None = None,
+        event_id: str | None = None,
+        occurred_at: datetime | None = None,
+        origin_class: OriginClass | str | None = None,
+        session_kind: SessionKind | str = SessionKind.INTERACTIVE,
+        metadata: dict[str, Any] | None = None,
+    ) -> str:
+        """Store one event durably; return its id (the stored id if ``event_id`` existed).
+
+        :raises InputError: invalid fields (nothing is written).
+        :raises ContentTooLarge: content over ``ingest.max_content_chars``.
+        """
+        event = coerce_event(
+            {
+                "session_id": session_id,
+                "content": content,
+                "role": role,
+                "namespace": namespace,
+                "event_id": event_id,
+                "occurred_at": occurred_at,
+                "origin_class": origin_class,
+                "session_kind": session_kind,
+                "metadata": metadata or {},
+            }
+        )
+        row = self.writer.prepare(event)
+        return (await self.writer.submit([row]))[0][0]
+
+    async def add_events(self, events: Iterable[EventIn | dict[str, Any]]) -> list[str]:
+        """Store many events in as few transactions as possible; ids in input order.
+
+        All events are validated before anything is written: one invalid event rejects the
+        call with :class:`InputError` naming its index, and nothing is stored.
+        """
+        rows = []
+        for index, item in enumerate(events):
+            try:
+                rows.append(self.writer.prepare(coerce_event(item)))
+            except InputError as exc:
+                raise InputError(f"event {index}: {exc}") from exc
+        out: list[str] = []
+        size = self.config.ingest.group_commit_max_rows
+        for start in range(0, len(rows), size):
+            out.extend(i for i, _ in await self.writer.submit(rows[start : start + size]))
+        return out
+
+    async def end_session(self, session_id: str, *, namespace: str | None = None) -> None:
+        """Close the session's open window (after every event already acknowledged)."""
+        ns = namespace or self.config.ingest.default_namespace
+        await self._control(JobSpec("windower", SessionEnded(namespace=ns, session_id=session_id)))
+
+    async def flush(self, *, namespace: str | None = None, session_id: str | None = None) -> None:
+        """Close open windows now: all, one namespace's, or one session's."""
+        if session_id is not None and namespace is None:
+            namespace = self.config.ingest.default_namespace
+        await self._control(
+            JobSpec("windower", FlushRequested(namespace=namespace, session_id=session_id))
+        )
+
+    async def _control(self, spec: JobSpec) -> None:
+        async with self.store.transaction() as tx:
+            await self.queue.enqueue(tx, [spec])
+
+    async def drain(self, *, timeout_s: float | None = None) -> None:
+        """Wait until no job is waiting or running (failed and parked jobs do not count).
+
+        :raises TimeoutError: not idle within ``timeout_s``.
+        """
+        with anyio.fail_after(timeout_s):
+            while await self.queue.backlog() > 0:
+                await anyio.sleep(self.config.pipeline.drain_poll_s)
+
+    # --- reads --------------------------------------------------------------------------------
+
+    async def stats(self) -> Stats:
+        s = self.store
+        jobs: dict[str, dict[str, int]] = {}
+        for row in await s.fetchall("job_counts"):
+            jobs.setdefault(row[0], {})[row[1]] = row[2]
+        return Stats(
+            events=await s.scalar("count_events"),
+            sessions=await s.scalar("count_sessions"),
+            claims={r[0]: r[1] for r in await s.fetchall("claim_counts")},
+            windows={r[0]: r[1] for r in await s.fetchall("window_counts")},
+            extractions=await s.scalar("count_extractions"),
+            evidence=await s.scalar("count_evidence"),
+            jobs=jobs,
+        )
+
+    async def claims(self, *, namespace: str | None = None, limit: int = 1000) -> list[Claim]:
+        """Active claims of a namespace, newest first, with their evidence."""
+        ns = namespace or self.config.ingest.default_namespace
+        rows = await self.store.fetchall("active_claims", (ns, limit))
+        ev: dict[str, list[EvidenceSpan]] = {}
+        ids = json.dumps([r[0] for r in rows])
+        for e in await self.store.fetchall("evidence_for_claims", (ids,)):
+            ev.setdefault(e[0], []).append(
+                EvidenceSpan(event_id=e[1], quote=e[2], start_char=e[3], end_char=e[4])
+            )
+        return [
+            Claim(
+                id=r[0], namespace=r[1], subject=r[2], predicate=r[3], value=r[4], text=r[5],
+                status=ClaimStatus(r[6]), language=r[7], importance=r[8], confidence=r[9],
+                valid_from=parse_iso(r[10]) if r[10] else None,
+                valid_to=parse_iso(r[11]) if r[11] else None,
+                recorded_at=parse_iso(r[12]), evidence=tuple(ev.get(r[0], ())),
+            )
+            for r in rows
+        ]
+
+    async def recall(self, query: str, *, namespace: str | None = None, k: int = 5) -> list[RecallHit]:
+        """Active claims ranked by jieba-token overlap with ``query``, then recency.
+
+        This is the foundation's keyword recall; the recall issue (#5) replaces it with the
+        FTS5 + vector hybrid.
+        """
+        candidates = await self.claims(namespace=namespace, limit=5000)
+
+        def rank() -> list[RecallHit]:
+            wanted = set(tokens(query))
+            hits = []
+            for claim in candidates:
+                have = set(tokens(claim.text))
+                overlap = len(wanted & have)
+                if overlap:
+                    hits.append(RecallHit(claim=claim, score=overlap / (len(wanted) or 1)))
+            hits.sort(key=lambda h: (-h.score, -h.claim.recorded_at.timestamp()))
+            return hits[:k]
+
+        return await anyio.to_thread.run_sync(rank)
+
+    # --- operator commands --------------------------------------------------------------------
+
+    async def list_jobs(
+        self, *, status: str | None = None, kind: str | None = None, limit: int = 50
+    ) -> list[JobRow]:
+        rows = await self.store.fetchall(
+            "list_jobs", {"status": status, "kind": kind, "limit": limit}
+        )
+        return [
+            JobRow(
+                id=r[0], kind=r[1], status=r[2], attempts=r[3], last_error=r[5],
+                created_at=r[6], updated_at=r[7], payload=json.loads(r[8]),
+            )
+            for r in rows
+        ]
+
+    async def retry_jobs(self, *, kind: str | None = None, job_id: int | None = None) -> int:
+        """Put failed and parked jobs back to todo; the number moved."""
+        return await self.queue.retry_ended(kind=kind, job_id=job_id)
+
+    async def purge_jobs(self, *, older_than_s: float = 7 * 86400) -> int:
+        """Delete done jobs last updated more than ``older_than_s`` ago; the number deleted."""
+        return await self.queue.purge_done(older_than_s=older_than_s)
+
+    async def run_until_idle(self, *, settle_s: float = 0.0, timeout_s: float | None = None) -> None:
+        """Drain, optionally waiting ``settle_s`` of continuous idleness (worker --drain)."""
+        with anyio.fail_after(timeout_s):
+            idle_since: float | None = None
+            while True:
+                if await self.queue.backlog() == 0:
+                    idle_since = idle_since or wall()
+                    if wall() - idle_since >= settle_s:
+                        return
+                else:
+                    idle_since = None
+                await anyio.sleep(self.config.pipeline.drain_poll_s)

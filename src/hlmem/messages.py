@@ -1,0 +1,241 @@
+"""Every pydantic model that crosses a queue, the store or the public API.
+
+Messages are frozen and forbid unknown fields. Job payloads carry a ``kind`` literal and load
+through one discriminated-union ``TypeAdapter`` (:data:`JOB_PAYLOAD`), so a job row always
+round-trips to the same message. All timestamps are timezone-aware UTC. hlmem creates every id.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+
+ID_MAX_CHARS = 200
+
+
+class Role(StrEnum):
+    USER = "user"
+    ASSISTANT = "assistant"
+    SYSTEM = "system"
+    TOOL = "tool"
+
+
+class OriginClass(StrEnum):
+    USER_DIRECT = "user_direct"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+    EXTERNAL_WEB = "external_web"
+    SYSTEM = "system"
+    IMPORTED = "imported"
+
+
+class SessionKind(StrEnum):
+    INTERACTIVE = "interactive"
+    CRON = "cron"
+    HEARTBEAT = "heartbeat"
+    SUBAGENT = "subagent"
+    BATCH = "batch"
+
+
+class JobStatus(StrEnum):
+    """Mirrors the CHECK constraint on ``jobs.status``."""
+
+    TODO = "todo"
+    DOING = "doing"
+    DONE = "done"
+    FAILED = "failed"
+    PARKED = "parked"
+
+
+class ClaimStatus(StrEnum):
+    ACTIVE = "active"
+    SUPERSEDED = "superseded"
+    ARCHIVED = "archived"
+    FORGOTTEN = "forgotten"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+_Id = Annotated[str, Field(min_length=1, max_length=ID_MAX_CHARS, pattern=r"^[^\x00-\x1f]+$")]
+
+DEFAULT_ORIGIN = {
+    Role.USER: OriginClass.USER_DIRECT,
+    Role.ASSISTANT: OriginClass.ASSISTANT,
+    Role.TOOL: OriginClass.TOOL,
+    Role.SYSTEM: OriginClass.SYSTEM,
+}
+
+
+class EventIn(_Frozen):
+    """An event as a caller hands it in. ``event_id`` is the caller's idempotency key."""
+
+    session_id: _Id
+    content: str = Field(min_length=1)
+    role: Role = Role.USER
+    event_id: _Id | None = None
+    namespace: _Id | None = None
+    occurred_at: AwareDatetime | None = None
+    origin_class: OriginClass | None = None
+    session_kind: SessionKind = SessionKind.INTERACTIVE
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("content")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("content is blank")
+        if "\x00" in value:
+            raise ValueError("content contains a NUL character")
+        return value
+
+
+class Event(_Frozen):
+    """An immutable stored event."""
+
+    id: str
+    namespace: str
+    session_id: str
+    role: Role
+    content: str
+    content_hash: str
+    occurred_at: datetime
+    recorded_at: datetime
+    origin_class: OriginClass
+    session_kind: SessionKind
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+# --- job payloads ---------------------------------------------------------------------------
+
+
+class EventsAdded(_Frozen):
+    """Windower input: the events of one group commit, in commit order."""
+
+    kind: Literal["events_added"] = "events_added"
+    event_ids: tuple[str, ...] = Field(min_length=1)
+
+
+class SessionEnded(_Frozen):
+    """Windower input: close the session's open window."""
+
+    kind: Literal["session_ended"] = "session_ended"
+    namespace: str
+    session_id: str
+
+
+class FlushRequested(_Frozen):
+    """Windower input: close open windows now (one session, one namespace or all)."""
+
+    kind: Literal["flush_requested"] = "flush_requested"
+    namespace: str | None = None
+    session_id: str | None = None
+
+
+class WindowClosed(_Frozen):
+    """Extractor input: a closed window, ready for one extraction."""
+
+    kind: Literal["window_closed"] = "window_closed"
+    window_id: str
+    namespace: str
+    session_id: str
+
+
+JobPayload = Annotated[
+    EventsAdded | SessionEnded | FlushRequested | WindowClosed, Field(discriminator="kind")
+]
+JOB_PAYLOAD: TypeAdapter[JobPayload] = TypeAdapter(JobPayload)
+
+
+class Job(_Frozen):
+    """A claimed job row with its decoded payload."""
+
+    id: int
+    kind: str
+    payload: JobPayload
+    attempts: int
+
+
+# --- window and claim records ---------------------------------------------------------------
+
+
+class WindowPiece(_Frozen):
+    """One item of a window: an event, or one chunk of a long event, with its text."""
+
+    event_id: str
+    chunk_no: int
+    chunk_count: int
+    start_char: int
+    end_char: int
+    role: Role
+    text: str
+    occurred_at: datetime
+
+
+class WindowText(_Frozen):
+    """A closed window with the text of its pieces, as the extractor sees it."""
+
+    window_id: str
+    namespace: str
+    session_id: str
+    pieces: tuple[WindowPiece, ...]
+
+
+class EvidenceSpan(_Frozen):
+    event_id: str
+    quote: str
+    start_char: int
+    end_char: int
+
+
+class ClaimDraft(_Frozen):
+    """A claim proposed by an extractor, before it is stored."""
+
+    subject: str
+    predicate: str
+    value: str
+    text: str
+    language: str
+    polarity: Literal[1, -1] = 1
+    qualifiers: tuple[str, ...] = ()
+    importance: float = Field(0.5, ge=0, le=1)
+    confidence: float = Field(0.8, ge=0, le=1)
+    evidence: tuple[EvidenceSpan, ...] = Field(min_length=1)
+
+
+class Claim(_Frozen):
+    id: str
+    namespace: str
+    subject: str
+    predicate: str
+    value: str
+    text: str
+    status: ClaimStatus
+    language: str
+    importance: float
+    confidence: float
+    valid_from: datetime | None
+    valid_to: datetime | None
+    recorded_at: datetime
+    evidence: tuple[EvidenceSpan, ...] = ()
+
+
+class RecallHit(_Frozen):
+    claim: Claim
+    score: float
+
+
+class IngestSummary(_Frozen):
+    accepted: int
+    duplicate: int
+    rejected: int
+    errors: tuple[str, ...] = ()
+
+
+def dumps_metadata(metadata: dict[str, Any]) -> str:
+    return json.dumps(metadata, ensure_ascii=False, sort_keys=True, separators=(",", ":"))

@@ -1,0 +1,82 @@
+"""The pipeline: builds the stages, owns the root task group, starts and stops them.
+
+``Pipeline.run`` recovers leftover jobs first, starts each ``StageRunner`` with
+``await tg.start`` (so "started" means "ready"), then keeps leases renewed and periodically
+hands back jobs of workers that died. ``stop`` asks every runner to stop claiming and gives them
+``shutdown_grace_s`` to drain their queues; whatever still runs after that is cancelled and its
+jobs are handed back. The same pipeline runs inside a caller's event loop (``hlmem.open``) or
+alone in ``hlmem worker``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import anyio
+from anyio.abc import TaskStatus
+
+from hlmem.clock import Clock
+from hlmem.config import Config
+from hlmem.queue import JobQueue
+from hlmem.stages.base import Stage, StageRunner
+from hlmem.stages.extractor import Extractor
+from hlmem.stages.windower import Windower
+
+log = logging.getLogger(__name__)
+
+
+def build_stages(queue: JobQueue, cfg: Config, clock: Clock) -> list[StageRunner]:
+    stages: list[tuple[Stage[object], object]] = [
+        (Windower(cfg.windower, clock), cfg.pipeline.windower),  # type: ignore[list-item]
+        (Extractor(queue.store, clock), cfg.pipeline.extractor),  # type: ignore[list-item]
+    ]
+    return [
+        StageRunner(stage, queue, stage_cfg, cfg.pipeline, clock)  # type: ignore[arg-type]
+        for stage, stage_cfg in stages
+    ]
+
+
+class Pipeline:
+    def __init__(self, queue: JobQueue, cfg: Config, clock: Clock) -> None:
+        self.queue = queue
+        self.cfg = cfg
+        self.runners = build_stages(queue, cfg, clock)
+        self._stop = anyio.Event()
+        self.stopped = anyio.Event()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        try:
+            await self.queue.recover()
+            async with anyio.create_task_group() as tg:
+                for runner in self.runners:
+                    await tg.start(runner.run)
+                tg.start_soon(self._housekeeping)
+                log.info("pipeline started", extra={"action": "pipeline_started"})
+                task_status.started()
+                await self._stop.wait()
+                for runner in self.runners:
+                    runner.stop()
+                with anyio.move_on_after(self.cfg.pipeline.shutdown_grace_s):
+                    for runner in self.runners:
+                        await runner.finished.wait()
+                tg.cancel_scope.cancel()
+        finally:
+            self.stopped.set()
+            log.info("pipeline stopped", extra={"action": "pipeline_stopped"})
+
+    async def _housekeeping(self) -> None:
+        """Renew our leases; hand back jobs of dead workers and expired leases."""
+        renew_every = self.cfg.pipeline.lease_s / 3
+        recover_every = self.cfg.pipeline.recovery_interval_s
+        since_recover = 0.0
+        while True:
+            step = min(renew_every, recover_every)
+            await anyio.sleep(step)
+            await self.queue.renew()
+            since_recover += step
+            if since_recover >= recover_every:
+                since_recover = 0.0
+                await self.queue.recover()

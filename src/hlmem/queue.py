@@ -1,0 +1,238 @@
+"""The durable job queue on top of the store.
+
+The job table is the truth; the in-memory queues in ``stages/base.py`` only carry claimed work.
+A job moves todo -> doing (claimed with a lease and an owner) -> done | todo (retry) | failed |
+parked. Completing a job happens inside the caller's transaction together with the job's
+outputs and the next jobs, so a crash leaves all of it or none of it.
+
+Owners are ``host:pid:token``. At start (and periodically) ``recover`` hands back the jobs of
+owners that cannot be running any more: an expired lease, or an owner on this host whose process
+is gone. Running owners renew their leases, so a long job is not stolen from a live worker.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import socket
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from pydantic import ValidationError
+
+from hlmem.clock import wall
+from hlmem.config import StageConfig
+from hlmem.errors import BadJobPayload, LeaseLost
+from hlmem.messages import JOB_PAYLOAD, Job, JobPayload, JobStatus
+from hlmem.store import Store, Tx
+
+log = logging.getLogger(__name__)
+
+_HOST = socket.gethostname()
+_LIVE_TOKENS: set[str] = set()
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """A job to enqueue: which stage consumes it, the message, and its idempotency key."""
+
+    kind: str
+    payload: JobPayload
+    dedup_key: str | None = None
+    namespace: str | None = None
+    size: int = 1
+    priority: int = 0
+    run_after: float = 0.0
+
+    def row(self, now: float) -> tuple[Any, ...]:
+        return (
+            self.kind,
+            self.payload.model_dump_json(),
+            self.size,
+            self.priority,
+            self.run_after,
+            self.dedup_key,
+            self.namespace,
+            now,
+            now,
+        )
+
+
+@dataclass(frozen=True)
+class RetryDecision:
+    run_after: float
+
+
+def retry_decision(cfg: StageConfig, attempts: int, now: float) -> RetryDecision | None:
+    """Exponential backoff with full jitter, or ``None`` when attempts are exhausted."""
+    if attempts >= cfg.max_attempts:
+        return None
+    ceiling = min(cfg.retry_max_s, cfg.retry_base_s * (2 ** max(attempts - 1, 0)))
+    return RetryDecision(run_after=now + ceiling * (0.5 + random.random() / 2))
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def owner_is_dead(owner: str) -> bool:
+    """True when ``owner`` ran on this host and its process (or object) is gone."""
+    host, _, rest = owner.partition(":")
+    pid_text, _, token = rest.partition(":")
+    if host != _HOST or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return token not in _LIVE_TOKENS
+    return not _pid_alive(pid)
+
+
+class JobQueue:
+    """Enqueue, claim, complete, retry, park and recover jobs for one owner."""
+
+    def __init__(self, store: Store, *, lease_s: float) -> None:
+        self.store = store
+        self.lease_s = lease_s
+        self.owner = f"{_HOST}:{os.getpid()}:{os.urandom(4).hex()}"
+        _LIVE_TOKENS.add(self.owner.rsplit(":", 1)[1])
+        self._bells: dict[str, anyio.Event] = {}
+
+    def retire(self) -> None:
+        """Mark this owner gone; its leftover jobs become recoverable at once."""
+        _LIVE_TOKENS.discard(self.owner.rsplit(":", 1)[1])
+
+    # --- doorbells: in-process wake-ups; other processes poll ---------------------------------
+
+    def bell(self, kind: str) -> anyio.Event:
+        event = self._bells.get(kind)
+        if event is None:
+            event = self._bells[kind] = anyio.Event()
+        return event
+
+    def ring(self, kinds: set[str]) -> None:
+        for kind in kinds:
+            event = self._bells.pop(kind, None)
+            if event is not None:
+                event.set()
+
+    # --- writes -------------------------------------------------------------------------------
+
+    async def enqueue(self, tx: Tx, specs: list[JobSpec]) -> None:
+        """Insert jobs inside the caller's transaction; a live duplicate dedup_key is skipped."""
+        if not specs:
+            return
+        now = wall()
+        await tx.executemany("insert_job", [s.row(now) for s in specs])
+        self.ring({s.kind for s in specs})
+
+    async def claim(self, kind: str, limit: int) -> list[Job]:
+        """Lease up to ``limit`` ready jobs of ``kind``, oldest first (one statement).
+
+        :raises BadJobPayload: never; an undecodable payload fails its job instead.
+        """
+        now = wall()
+        params = {
+            "owner": self.owner,
+            "lease_until": now + self.lease_s,
+            "now": now,
+            "kind": kind,
+            "limit": limit,
+        }
+        async with self.store.transaction() as tx:
+            rows = await tx.fetchall("claim_jobs", params)
+            jobs, bad = [], []
+            for row in sorted(rows, key=lambda r: r[0]):
+                try:
+                    payload = JOB_PAYLOAD.validate_json(row[2])
+                except ValidationError as exc:
+                    bad.append(BadJobPayload(row[0], str(exc).splitlines()[0]))
+                    continue
+                jobs.append(Job(id=row[0], kind=row[1], payload=payload, attempts=row[3]))
+            for err in bad:
+                await tx.execute(
+                    "end_job", (JobStatus.FAILED, str(err), now, err.job_id, self.owner)
+                )
+        return jobs
+
+    async def complete(self, tx: Tx, jobs: list[Job]) -> None:
+        """Mark jobs done inside the caller's transaction.
+
+        :raises LeaseLost: a job is no longer ours (its lease expired and another worker has
+            it); the caller's transaction must roll back so its outputs are not written twice.
+        """
+        now = wall()
+        changed = await tx.executemany("complete_job", [(now, j.id, self.owner) for j in jobs])
+        if changed != len(jobs):
+            raise LeaseLost([j.id for j in jobs])
+
+    async def retry(self, job: Job, error: str, run_after: float) -> None:
+        async with self.store.transaction() as tx:
+            await tx.execute("retry_job", (run_after, error[:4000], wall(), job.id, self.owner))
+        log.info(
+            "job retry",
+            extra={"action": "job_retry", "job_id": job.id, "kind": job.kind, "error": error[:200]},
+        )
+
+    async def end(self, job: Job, status: JobStatus, error: str) -> None:
+        """Fail or park a job, keeping its reason."""
+        async with self.store.transaction() as tx:
+            await tx.execute("end_job", (status, error[:4000], wall(), job.id, self.owner))
+        log.warning(
+            "job %s",
+            status,
+            extra={"action": f"job_{status}", "job_id": job.id, "kind": job.kind},
+        )
+
+    async def release(self, jobs: list[Job]) -> None:
+        """Hand unfinished jobs back (shutdown); the attempt does not count."""
+        if not jobs:
+            return
+        with anyio.CancelScope(shield=True):
+            async with self.store.transaction() as tx:
+                await tx.executemany("release_job", [(wall(), j.id, self.owner) for j in jobs])
+
+    async def renew(self) -> None:
+        async with self.store.transaction() as tx:
+            await tx.execute("renew_leases", (wall() + self.lease_s, self.owner))
+
+    async def recover(self) -> int:
+        """Return expired leases and dead owners' jobs to todo; the number recovered."""
+        now = wall()
+        async with self.store.transaction() as tx:
+            count = await tx.execute("recover_expired_leases", (now, now))
+            for row in await tx.fetchall("doing_owners"):
+                if row[0] != self.owner and owner_is_dead(row[0]):
+                    count += await tx.execute("recover_owner", (now, row[0]))
+        if count:
+            log.info("jobs recovered", extra={"action": "jobs_recovered", "count": count})
+        return count
+
+    # --- reads and operator commands ----------------------------------------------------------
+
+    async def backlog(self, kind: str | None = None) -> int:
+        """Items (events, windows) waiting or running, over all stages or one."""
+        if kind is None:
+            return int(await self.store.scalar("count_backlog"))
+        return int(await self.store.scalar("count_backlog_kind", (kind,)))
+
+    async def retry_ended(self, *, kind: str | None = None, job_id: int | None = None) -> int:
+        """Put failed and parked jobs back to todo with fresh attempts (``hlmem jobs retry``)."""
+        async with self.store.transaction() as tx:
+            count = await tx.execute(
+                "retry_ended_jobs", {"now": wall(), "kind": kind, "id": job_id}
+            )
+        if count:
+            self.ring({kind} if kind else set(self._bells))
+        return count
+
+    async def purge_done(self, *, older_than_s: float) -> int:
+        async with self.store.transaction() as tx:
+            return await tx.execute("purge_done_jobs", (wall() - older_than_s,))

@@ -1,0 +1,61 @@
+"""The deterministic rule-based extractor, the embedded default (no model needed).
+
+It reads a window's pieces and proposes claims with their evidence spans. This first version
+handles explicit memory requests in Chinese and English ("记住：X", "请记住 X", "remember: X",
+"remember that X"); the cognition issue (#4) extends it with preferences, corrections,
+identity, moves and plans. Only the user's own words become claims: an assistant saying
+"remember" is not the user asking to be remembered.
+"""
+
+from __future__ import annotations
+
+import re
+
+from hlmem.messages import ClaimDraft, EvidenceSpan, Role, WindowText
+from hlmem.text import language_of
+
+NAME = "rules-v1"
+
+_PATTERNS = (
+    re.compile(r"(?:请|帮我|麻烦)?记住(?:一下|这个|这件事)?\s*[:：,，]?\s*(?P<x>[^。！？!?\n]+)"),
+    re.compile(
+        r"(?i)\b(?:please\s+)?remember(?:\s+this)?(?:\s+that)?\s*[:,]?\s+"
+        r"(?P<x>[^\n]+?)(?=[.!?](?:\s|$)|[!?]|\n|$)"
+    ),
+)
+_TRIM = " \t\"'“”‘’「」『』,，:：;；"
+
+
+def extract(window: WindowText) -> list[ClaimDraft]:
+    """Claims proposed for one window, in reading order."""
+    drafts: list[ClaimDraft] = []
+    for piece in window.pieces:
+        if piece.role is not Role.USER:
+            continue
+        for pattern in _PATTERNS:
+            for match in pattern.finditer(piece.text):
+                value = match.group("x").strip(_TRIM)
+                if len(value) < 2:
+                    continue
+                start = piece.start_char + match.start()
+                end = piece.start_char + match.end()
+                drafts.append(
+                    ClaimDraft(
+                        subject="user",
+                        predicate="note",
+                        value=value,
+                        text=value,
+                        language=language_of(value),
+                        importance=0.7,
+                        confidence=0.9,
+                        evidence=(
+                            EvidenceSpan(
+                                event_id=piece.event_id,
+                                quote=match.group(0).strip(),
+                                start_char=start,
+                                end_char=end,
+                            ),
+                        ),
+                    )
+                )
+    return drafts

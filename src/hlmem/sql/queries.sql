@@ -1,0 +1,187 @@
+-- Named queries, loaded once by store.py. Each block starts with `-- name: verb_noun`.
+-- Parameters are always bound; lists travel as one JSON array read with json_each.
+
+-- name: existing_event_ids
+SELECT id FROM events WHERE id IN (SELECT value FROM json_each(?));
+
+-- name: insert_event
+INSERT INTO events (id, namespace, session_id, role, content, content_hash, occurred_at,
+                    recorded_at, origin_class, session_kind, metadata)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- name: insert_session
+INSERT INTO sessions (namespace, session_id, session_kind, started_at)
+VALUES (?, ?, ?, ?)
+ON CONFLICT (namespace, session_id) DO NOTHING;
+
+-- name: end_session
+UPDATE sessions SET ended_at = ? WHERE namespace = ? AND session_id = ? AND ended_at IS NULL;
+
+-- name: insert_job
+INSERT OR IGNORE INTO jobs (kind, payload, size, priority, run_after, dedup_key, namespace,
+                            created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- name: count_backlog
+SELECT coalesce(sum(size), 0) FROM jobs WHERE status IN ('todo', 'doing');
+
+-- name: count_backlog_kind
+SELECT coalesce(sum(size), 0) FROM jobs WHERE kind = ? AND status IN ('todo', 'doing');
+
+-- name: claim_jobs
+UPDATE jobs
+SET status = 'doing', owner = :owner, lease_until = :lease_until,
+    attempts = attempts + 1, updated_at = :now
+WHERE id IN (
+    SELECT id FROM jobs
+    WHERE kind = :kind AND status = 'todo' AND run_after <= :now
+    ORDER BY priority DESC, id
+    LIMIT :limit
+)
+RETURNING id, kind, payload, attempts;
+
+-- name: complete_job
+UPDATE jobs SET status = 'done', owner = NULL, lease_until = NULL, updated_at = ?
+WHERE id = ? AND status = 'doing' AND owner = ?;
+
+-- name: retry_job
+UPDATE jobs SET status = 'todo', owner = NULL, lease_until = NULL, run_after = ?,
+                last_error = ?, updated_at = ?
+WHERE id = ? AND status = 'doing' AND owner = ?;
+
+-- name: end_job
+UPDATE jobs SET status = ?, owner = NULL, lease_until = NULL, last_error = ?, updated_at = ?
+WHERE id = ? AND status = 'doing' AND owner = ?;
+
+-- name: release_job
+UPDATE jobs SET status = 'todo', owner = NULL, lease_until = NULL,
+                attempts = max(attempts - 1, 0), updated_at = ?
+WHERE id = ? AND status = 'doing' AND owner = ?;
+
+-- name: renew_leases
+UPDATE jobs SET lease_until = ? WHERE owner = ? AND status = 'doing';
+
+-- name: recover_expired_leases
+UPDATE jobs SET status = 'todo', owner = NULL, lease_until = NULL, updated_at = ?
+WHERE status = 'doing' AND lease_until < ?;
+
+-- name: doing_owners
+SELECT DISTINCT owner FROM jobs WHERE status = 'doing' AND owner IS NOT NULL;
+
+-- name: recover_owner
+UPDATE jobs SET status = 'todo', owner = NULL, lease_until = NULL, updated_at = ?
+WHERE status = 'doing' AND owner = ?;
+
+-- name: job_counts
+SELECT kind, status, count(*) AS n, min(created_at) AS oldest FROM jobs GROUP BY kind, status;
+
+-- name: list_jobs
+SELECT id, kind, status, attempts, run_after, last_error, created_at, updated_at, payload
+FROM jobs
+WHERE (:status IS NULL OR status = :status) AND (:kind IS NULL OR kind = :kind)
+ORDER BY id DESC
+LIMIT :limit;
+
+-- name: retry_ended_jobs
+UPDATE jobs SET status = 'todo', attempts = 0, run_after = 0, owner = NULL, updated_at = :now
+WHERE status IN ('failed', 'parked')
+  AND (:kind IS NULL OR kind = :kind)
+  AND (:id IS NULL OR id = :id);
+
+-- name: purge_done_jobs
+DELETE FROM jobs WHERE status = 'done' AND updated_at < ?;
+
+-- name: events_for_windowing
+SELECT id, namespace, session_id, recorded_at, length(content) AS n_chars
+FROM events WHERE id IN (SELECT value FROM json_each(?));
+
+-- name: event_contents
+SELECT id, content FROM events WHERE id IN (SELECT value FROM json_each(?));
+
+-- name: windowed_pieces
+SELECT event_id, chunk_no FROM window_items
+WHERE event_id IN (SELECT value FROM json_each(?));
+
+-- name: open_windows_for_keys
+SELECT id, namespace, session_id, session_key, opened_at, item_count FROM windows
+WHERE status = 'open' AND session_key IN (SELECT value FROM json_each(?));
+
+-- name: open_windows_in_scope
+SELECT id, namespace, session_id, session_key, opened_at, item_count FROM windows
+WHERE status = 'open'
+  AND (:namespace IS NULL OR namespace = :namespace)
+  AND (:session_id IS NULL OR session_id = :session_id);
+
+-- name: open_windows_due
+SELECT id, namespace, session_id, session_key, opened_at, item_count FROM windows
+WHERE status = 'open' AND opened_at <= ?;
+
+-- name: insert_window
+INSERT OR IGNORE INTO windows (id, namespace, session_id, session_key, status, opened_at,
+                               closed_at, close_reason, item_count)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- name: update_window
+UPDATE windows SET item_count = ?, status = ?, closed_at = ?, close_reason = ? WHERE id = ?;
+
+-- name: insert_window_item
+INSERT OR IGNORE INTO window_items (window_id, pos, event_id, chunk_no, chunk_count,
+                                    start_char, end_char)
+VALUES (?, ?, ?, ?, ?, ?, ?);
+
+-- name: window_pieces
+SELECT wi.window_id, w.namespace, w.session_id, wi.event_id, wi.chunk_no, wi.chunk_count,
+       wi.start_char, wi.end_char, e.role, e.occurred_at,
+       substr(e.content, wi.start_char + 1, wi.end_char - wi.start_char) AS text
+FROM window_items wi
+JOIN windows w ON w.id = wi.window_id
+JOIN events e ON e.id = wi.event_id
+WHERE wi.window_id IN (SELECT value FROM json_each(?))
+ORDER BY wi.window_id, wi.pos;
+
+-- name: existing_extractions
+SELECT window_id FROM extractions WHERE window_id IN (SELECT value FROM json_each(?));
+
+-- name: insert_extraction
+INSERT OR IGNORE INTO extractions (window_id, extractor, model, claim_count, job_id, created_at)
+VALUES (?, ?, ?, ?, ?, ?);
+
+-- name: insert_claim
+INSERT OR IGNORE INTO claims (id, namespace, subject, predicate, value, text, qualifiers,
+                              polarity, importance, confidence, language, content_hash,
+                              slot_key, status, valid_from, recorded_at, extractor, window_id)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?);
+
+-- name: insert_evidence
+INSERT OR IGNORE INTO evidence (claim_id, event_id, quote, start_char, end_char)
+VALUES (?, ?, ?, ?, ?);
+
+-- name: count_events
+SELECT count(*) FROM events;
+
+-- name: count_sessions
+SELECT count(*) FROM sessions;
+
+-- name: claim_counts
+SELECT status, count(*) AS n FROM claims GROUP BY status;
+
+-- name: window_counts
+SELECT status, count(*) AS n FROM windows GROUP BY status;
+
+-- name: count_extractions
+SELECT count(*) FROM extractions;
+
+-- name: count_evidence
+SELECT count(*) FROM evidence;
+
+-- name: active_claims
+SELECT id, namespace, subject, predicate, value, text, status, language, importance,
+       confidence, valid_from, valid_to, recorded_at
+FROM claims WHERE namespace = ? AND status = 'active'
+ORDER BY recorded_at DESC
+LIMIT ?;
+
+-- name: evidence_for_claims
+SELECT claim_id, event_id, quote, start_char, end_char FROM evidence
+WHERE claim_id IN (SELECT value FROM json_each(?))
+ORDER BY claim_id, event_id;

@@ -1,0 +1,193 @@
+"""The Stage protocol and the StageRunner that drives every stage the same way.
+
+A stage turns a batch of claimed jobs into idempotent writes and next jobs. It works in two
+steps: ``prepare`` runs outside any transaction (reads, CPU work, model calls), ``apply`` runs
+inside the one transaction that also completes the input jobs and enqueues the outputs. A stage
+never claims jobs, opens transactions, retries, sleeps or logs lifecycle events: the runner does.
+
+Runner shape: a feeder claims batches from the job table into a bounded ``asyncio.Queue`` (only
+while it has room, and only while the downstream backlog is under its high-water mark), and N
+workers take batches from it. A failing batch is split so that one poisoned job cannot hold
+back the others; a failing job is retried with backoff, then failed (or parked) with its reason.
+Stopping: the feeder stops claiming and posts one sentinel per worker; workers finish what is
+queued. If the pipeline cancels us after its grace period, every job we still hold is handed
+back under a shielded scope, so a stop never loses work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from abc import ABC, abstractmethod
+from datetime import datetime
+from typing import Any, ClassVar, Generic, TypeVar
+
+import anyio
+from anyio.abc import TaskStatus
+
+from hlmem.clock import Clock, wall
+from hlmem.config import PipelineConfig, StageConfig
+from hlmem.errors import Parkable, Permanent
+from hlmem.messages import Job, JobStatus
+from hlmem.queue import JobQueue, JobSpec, retry_decision
+from hlmem.store import Store, Tx
+
+log = logging.getLogger(__name__)
+
+P = TypeVar("P")
+
+
+class Stage(ABC, Generic[P]):
+    """One pipeline stage: consumes jobs of kind ``name``."""
+
+    name: ClassVar[str]
+    #: the job kind this stage feeds, for downstream backpressure (None: a sink)
+    downstream: ClassVar[str | None] = None
+    #: how often ``tick`` runs, in seconds (None: never)
+    tick_interval_s: float | None = None
+
+    @abstractmethod
+    async def prepare(self, jobs: list[Job]) -> P:
+        """Work done outside the transaction: reads, CPU work, model calls."""
+
+    @abstractmethod
+    async def apply(self, tx: Tx, jobs: list[Job], prepared: P) -> list[JobSpec]:
+        """Idempotent writes inside the job-completing transaction; return the next jobs."""
+
+    async def tick(self, tx: Tx, now: datetime) -> list[JobSpec]:
+        """Periodic work inside a transaction (e.g. closing windows that aged out)."""
+        return []
+
+
+class StageRunner:
+    """Feeds one stage from the job table and runs its workers."""
+
+    def __init__(
+        self,
+        stage: Stage[Any],
+        queue: JobQueue,
+        cfg: StageConfig,
+        pipeline_cfg: PipelineConfig,
+        clock: Clock,
+    ) -> None:
+        self.stage = stage
+        self.queue = queue
+        self.store: Store = queue.store
+        self.cfg = cfg
+        self.pipeline_cfg = pipeline_cfg
+        self.clock = clock
+        self._stopping = False
+        self.finished = anyio.Event()
+        self.processed = 0
+
+    def stop(self) -> None:
+        """Stop claiming; queued batches are still processed."""
+        self._stopping = True
+        self.queue.ring({self.stage.name})
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        buffer: asyncio.Queue[list[Job] | None] = asyncio.Queue(maxsize=self.cfg.buffer_batches)
+        extra = {"action": "stage_started", "stage": self.stage.name}
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._feed, buffer)
+                for _ in range(self.cfg.workers):
+                    tg.start_soon(self._work, buffer)
+                if self.stage.tick_interval_s:
+                    tg.start_soon(self._tick_loop)
+                log.info("stage started", extra=extra)
+                task_status.started()
+        finally:
+            leftovers: list[Job] = []
+            while not buffer.empty():
+                batch = buffer.get_nowait()
+                if batch:
+                    leftovers.extend(batch)
+            await self.queue.release(leftovers)
+            self.finished.set()
+            log.info("stage stopped", extra={"action": "stage_stopped", "stage": self.stage.name})
+
+    async def _feed(self, buffer: asyncio.Queue[list[Job] | None]) -> None:
+        downstream_checked, downstream_full = 0.0, False
+        while not self._stopping:
+            if buffer.full():
+                await anyio.sleep(0.002)
+                continue
+            if self.stage.downstream:
+                if wall() - downstream_checked > 0.1:
+                    backlog = await self.queue.backlog(self.stage.downstream)
+                    downstream_full = backlog >= self.cfg.downstream_high_water_jobs
+                    downstream_checked = wall()
+                if downstream_full:
+                    await anyio.sleep(self.pipeline_cfg.poll_interval_s)
+                    continue
+            bell = self.queue.bell(self.stage.name)
+            jobs = await self.queue.claim(self.stage.name, self.cfg.batch_size)
+            if jobs:
+                buffer.put_nowait(jobs)
+                continue
+            with anyio.move_on_after(self.pipeline_cfg.poll_interval_s):
+                await bell.wait()
+        for _ in range(self.cfg.workers):
+            await buffer.put(None)
+
+    async def _work(self, buffer: asyncio.Queue[list[Job] | None]) -> None:
+        while True:
+            batch = await buffer.get()
+            if batch is None:
+                return
+            try:
+                await self._process(batch)
+            except BaseException:
+                await self.queue.release(batch)
+                raise
+
+    async def _process(self, jobs: list[Job]) -> None:
+        try:
+            await self._attempt(jobs)
+        except Exception as exc:
+            if len(jobs) == 1:
+                await self._failed(jobs[0], exc)
+                return
+            # Isolate the poisoned job: the rest of the batch goes through one by one.
+            log.debug(
+                "batch failed, splitting",
+                extra={"action": "batch_split", "stage": self.stage.name, "error": repr(exc)},
+            )
+            for job in jobs:
+                try:
+                    await self._attempt([job])
+                except Exception as one_exc:
+                    await self._failed(job, one_exc)
+
+    async def _attempt(self, jobs: list[Job]) -> None:
+        prepared = await self.stage.prepare(jobs)
+        async with self.store.transaction() as tx:
+            outputs = await self.stage.apply(tx, jobs, prepared)
+            await self.queue.enqueue(tx, outputs)
+            await self.queue.complete(tx, jobs)
+        self.processed += len(jobs)
+
+    async def _failed(self, job: Job, exc: Exception) -> None:
+        error = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, Parkable):
+            await self.queue.end(job, JobStatus.PARKED, error)
+            return
+        decision = None if isinstance(exc, Permanent) else retry_decision(
+            self.cfg, job.attempts, wall()
+        )
+        if decision is None:
+            await self.queue.end(job, JobStatus.FAILED, error)
+        else:
+            await self.queue.retry(job, error, decision.run_after)
+
+    async def _tick_loop(self) -> None:
+        interval = self.stage.tick_interval_s or 1.0
+        while not self._stopping:
+            try:
+                async with self.store.transaction() as tx:
+                    outputs = await self.stage.tick(tx, self.clock.now())
+                    await self.queue.enqueue(tx, outputs)
+            except Exception:
+                log.exception("tick failed", extra={"action": "tick_failed", "stage": self.stage.name})
+            await anyio.sleep(interval)

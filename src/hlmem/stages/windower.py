@@ -1,0 +1,213 @@
+"""Windower: groups each session's events into windows for one extraction call each.
+
+Per (namespace, session) at most one window is open. It closes when it holds
+``windower.max_events`` pieces, when an event arrives ``max_age_s`` or more after the window's
+first event (recorded time), when the periodic sweep finds it that old by the injected clock,
+on ``end_session`` or on an explicit flush. Content longer than ``chunk_chars`` is split into
+chunks, and each chunk is a piece. All window state lives in the database and changes inside
+the job-completing transaction, so open windows survive a crash as they were, and a replayed job
+finds its pieces already placed (``window_items`` is unique on event and chunk) and does nothing.
+Jobs are applied in job-id order, which is each session's commit order.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from hlmem.clock import Clock, iso, parse_iso
+from hlmem.config import WindowerConfig
+from hlmem.messages import EventsAdded, FlushRequested, Job, SessionEnded, WindowClosed
+from hlmem.queue import JobSpec
+from hlmem.stages.base import Stage
+from hlmem.store import Tx
+from hlmem.text import chunk_spans, derived_id
+
+SEP = "\x1f"
+
+
+def session_key(namespace: str, session_id: str) -> str:
+    return f"{namespace}{SEP}{session_id}"
+
+
+@dataclass
+class _Window:
+    id: str
+    namespace: str
+    session_id: str
+    key: str
+    opened_at: str
+    item_count: int
+    stored: bool  # the row exists in the database already
+    closed_at: str | None = None
+    close_reason: str | None = None
+    dirty: bool = False
+
+
+class _Batch:
+    """The windows touched by one batch of jobs, and the rows to write for them."""
+
+    def __init__(self, cfg: WindowerConfig) -> None:
+        self.cfg = cfg
+        self.open: dict[str, _Window] = {}
+        self.touched: list[_Window] = []
+        self.items: list[tuple[str, int, str, int, int, int, int]] = []
+
+    def load(self, rows: list[object]) -> None:
+        for row in rows:
+            w = _Window(row[0], row[1], row[2], row[3], row[4], row[5], stored=True)  # type: ignore[index]
+            if w.key not in self.open:
+                self.open[w.key] = w
+
+    def close(self, key: str, reason: str, at: str) -> None:
+        w = self.open.pop(key, None)
+        if w is None:
+            return
+        w.closed_at, w.close_reason, w.dirty = at, reason, True
+        self._touch(w)
+
+    def add(
+        self,
+        *,
+        namespace: str,
+        session_id: str,
+        event_id: str,
+        chunk: tuple[int, int, int, int],
+        recorded_at: str,
+    ) -> None:
+        chunk_no, chunk_count, start, end = chunk
+        key = session_key(namespace, session_id)
+        w = self.open.get(key)
+        if w is not None and parse_iso(recorded_at) - parse_iso(w.opened_at) >= timedelta(
+            seconds=self.cfg.max_age_s
+        ):
+            self.close(key, "age", recorded_at)
+            w = None
+        if w is None:
+            wid = derived_id("win", key, event_id, chunk_no)
+            w = self.open[key] = _Window(wid, namespace, session_id, key, recorded_at, 0, False)
+        self.items.append((w.id, w.item_count, event_id, chunk_no, chunk_count, start, end))
+        w.item_count += 1
+        w.dirty = True
+        self._touch(w)
+        if w.item_count >= self.cfg.max_events:
+            self.close(key, "size", recorded_at)
+
+    def _touch(self, w: _Window) -> None:
+        if not any(t is w for t in self.touched):
+            self.touched.append(w)
+
+    async def write(self, tx: Tx) -> list[JobSpec]:
+        # Existing rows first (this is where a session's old window closes), then new rows with
+        # their final state, so the one-open-window-per-session index never sees two.
+        await tx.executemany(
+            "update_window",
+            [
+                (w.item_count, "closed" if w.closed_at else "open", w.closed_at, w.close_reason, w.id)
+                for w in self.touched
+                if w.stored and w.dirty
+            ],
+        )
+        await tx.executemany(
+            "insert_window",
+            [
+                (
+                    w.id, w.namespace, w.session_id, w.key,
+                    "closed" if w.closed_at else "open",
+                    w.opened_at, w.closed_at, w.close_reason, w.item_count,
+                )
+                for w in self.touched
+                if not w.stored
+            ],
+        )
+        await tx.executemany("insert_window_item", self.items)
+        return [
+            JobSpec(
+                kind="extractor",
+                payload=WindowClosed(window_id=w.id, namespace=w.namespace, session_id=w.session_id),
+                dedup_key=f"extract:{w.id}",
+                namespace=w.namespace,
+            )
+            for w in self.touched
+            if w.closed_at and w.item_count
+        ]
+
+
+class Windower(Stage[None]):
+    name = "windower"
+    downstream = "extractor"
+
+    def __init__(self, cfg: WindowerConfig, clock: Clock) -> None:
+        self.cfg = cfg
+        self.clock = clock
+        self.tick_interval_s = cfg.sweep_interval_s
+
+    async def prepare(self, jobs: list[Job]) -> None:
+        return None
+
+    async def apply(self, tx: Tx, jobs: list[Job], prepared: None) -> list[JobSpec]:
+        ids = json.dumps(
+            [e for j in jobs if isinstance(j.payload, EventsAdded) for e in j.payload.event_ids]
+        )
+        info = {r[0]: r for r in await tx.fetchall("events_for_windowing", (ids,))}
+        long_ids = [eid for eid, r in info.items() if r[4] > self.cfg.chunk_chars]
+        contents = (
+            {r[0]: r[1] for r in await tx.fetchall("event_contents", (json.dumps(long_ids),))}
+            if long_ids
+            else {}
+        )
+        placed = {(r[0], r[1]) for r in await tx.fetchall("windowed_pieces", (ids,))}
+        keys = {session_key(r[1], r[2]) for r in info.values()} | {
+            session_key(j.payload.namespace, j.payload.session_id)
+            for j in jobs
+            if isinstance(j.payload, SessionEnded)
+        }
+        batch = _Batch(self.cfg)
+        batch.load(await tx.fetchall("open_windows_for_keys", (json.dumps(sorted(keys)),)))
+        now = iso(self.clock.now())
+        for job in jobs:
+            payload = job.payload
+            if isinstance(payload, EventsAdded):
+                for event_id in payload.event_ids:
+                    row = info.get(event_id)
+                    if row is None:  # forgotten before it was windowed
+                        continue
+                    text = contents.get(event_id)
+                    spans = [(0, row[4])] if text is None else chunk_spans(text, self.cfg.chunk_chars)
+                    for no, (start, end) in enumerate(spans):
+                        if (event_id, no) not in placed:
+                            batch.add(
+                                namespace=row[1],
+                                session_id=row[2],
+                                event_id=event_id,
+                                chunk=(no, len(spans), start, end),
+                                recorded_at=row[3],
+                            )
+            elif isinstance(payload, SessionEnded):
+                batch.close(session_key(payload.namespace, payload.session_id), "session_end", now)
+                await tx.execute("end_session", (now, payload.namespace, payload.session_id))
+            elif isinstance(payload, FlushRequested):
+                scope = {"namespace": payload.namespace, "session_id": payload.session_id}
+                batch.load(await tx.fetchall("open_windows_in_scope", scope))
+                for key in [k for k, w in batch.open.items() if _in_scope(w, payload)]:
+                    batch.close(key, "flush", now)
+        return await batch.write(tx)
+
+    async def tick(self, tx: Tx, now: datetime) -> list[JobSpec]:
+        """Close windows whose first event is ``max_age_s`` old by the injected clock."""
+        cutoff = iso(now - timedelta(seconds=self.cfg.max_age_s))
+        rows = await tx.fetchall("open_windows_due", (cutoff,))
+        if not rows:
+            return []
+        batch = _Batch(self.cfg)
+        batch.load(rows)
+        for key in list(batch.open):
+            batch.close(key, "age", iso(now))
+        return await batch.write(tx)
+
+
+def _in_scope(w: _Window, flush: FlushRequested) -> bool:
+    return (flush.namespace is None or w.namespace == flush.namespace) and (
+        flush.session_id is None or w.session_id == flush.session_id
+    )

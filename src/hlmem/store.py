@@ -1,0 +1,375 @@
+"""SQLite storage: connections, transactions, migrations and the named queries.
+
+The store owns every connection and every SQL statement (the statements live in
+``sql/queries.sql``; the schema in ``sql/migrations``). There is exactly one writer connection,
+guarded by an ``anyio.Lock``; ``transaction()`` issues ``BEGIN IMMEDIATE`` on it and a nested
+call becomes a ``SAVEPOINT``. Reads go through a separate reader connection, which WAL lets run
+beside the writer. The store never decides *what* to write: queue, ingest and stages do, by name.
+
+SQLite module: the machine's stdlib ``sqlite3`` may be too old and unable to load extensions,
+so by default the store uses ``sqlean`` (a sqlite3-compatible module with its own modern SQLite)
+and loads sqlite-vec into it. When that module is missing (or ``store.sqlite_module = "stdlib"``)
+the stdlib is used without extensions and vector search falls back to numpy. Each module has its
+own exception classes and ``Row``: the store catches and uses the module's own.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import importlib
+import logging
+import sqlite3
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import aiosqlite
+import anyio
+
+from hlmem.clock import SystemClock, iso
+from hlmem.config import StoreConfig
+from hlmem.errors import ClosedError, ImmutableEvent, SchemaError, StoreBusy, StoreError
+
+log = logging.getLogger(__name__)
+
+MIN_SQLITE = (3, 35, 0)  # RETURNING
+Params = Sequence[Any] | dict[str, Any]
+
+
+def load_queries(text: str) -> dict[str, str]:
+    """Split ``-- name: x`` blocks into a mapping of name -> SQL."""
+    queries: dict[str, str] = {}
+    name: str | None = None
+    lines: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("-- name:"):
+            if name:
+                queries[name] = "\n".join(lines).strip()
+            name, lines = line.removeprefix("-- name:").strip(), []
+        elif name is not None and not line.startswith("--"):
+            lines.append(line)
+    if name:
+        queries[name] = "\n".join(lines).strip()
+    return queries
+
+
+def _sql_text(name: str) -> str:
+    return resources.files("hlmem").joinpath("sql", name).read_text(encoding="utf-8")
+
+
+QUERIES = load_queries(_sql_text("queries.sql"))
+
+
+def migrations() -> list[tuple[int, str, str]]:
+    """(version, name, sql) of every packaged migration, in order."""
+    folder = resources.files("hlmem").joinpath("sql", "migrations")
+    out = []
+    for item in folder.iterdir():
+        if item.name.endswith(".sql"):
+            version = int(item.name.split("_", 1)[0])
+            out.append((version, item.name, item.read_text(encoding="utf-8")))
+    return sorted(out)
+
+
+def split_statements(module: ModuleType, script: str) -> list[str]:
+    """Split a script into complete statements (triggers keep their inner semicolons)."""
+    statements, buf = [], ""
+    for line in script.splitlines(keepends=True):
+        buf += line
+        if module.complete_statement(buf):
+            if buf.strip() and not all(
+                ln.strip().startswith("--") or not ln.strip() for ln in buf.splitlines()
+            ):
+                statements.append(buf.strip())
+            buf = ""
+    if buf.strip() and any(
+        ln.strip() and not ln.strip().startswith("--") for ln in buf.splitlines()
+    ):
+        raise SchemaError(f"incomplete SQL statement at end of script: {buf[:80]!r}")
+    return statements
+
+
+def sqlite_module(choice: str) -> ModuleType:
+    """The DB-API module to use: ``sqlean`` when available (or asked for), else stdlib."""
+    if choice in ("auto", "sqlean"):
+        try:
+            return importlib.import_module("sqlean")
+        except ImportError:
+            if choice == "sqlean":
+                raise SchemaError("store.sqlite_module = 'sqlean' but sqlean-py is not installed")
+    return sqlite3
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    driver: str
+    sqlite_version: str
+    vec_version: str | None
+
+
+class Tx:
+    """Named-query access inside a transaction on the writer connection."""
+
+    def __init__(self, conn: aiosqlite.Connection, errors: _Errors) -> None:
+        self._conn = conn
+        self._errors = errors
+
+    async def execute(self, name: str, params: Params = ()) -> int:
+        """Run one named statement; return the number of rows it changed."""
+        with self._errors.mapped():
+            cur = await self._conn.execute(QUERIES[name], params)
+            count = cur.rowcount
+            await cur.close()
+            return count
+
+    async def executemany(self, name: str, rows: Iterable[Params]) -> int:
+        with self._errors.mapped():
+            cur = await self._conn.executemany(QUERIES[name], rows)
+            count = cur.rowcount
+            await cur.close()
+            return count
+
+    async def fetchall(self, name: str, params: Params = ()) -> list[Any]:
+        with self._errors.mapped():
+            return list(await self._conn.execute_fetchall(QUERIES[name], params))
+
+
+class _Errors:
+    """Translate the active module's exceptions into hlmem errors."""
+
+    def __init__(self, module: ModuleType) -> None:
+        self.module = module
+
+    @contextmanager
+    def mapped(self) -> Iterator[None]:
+        try:
+            yield
+        except self.module.IntegrityError as exc:
+            if "immutable" in str(exc):
+                raise ImmutableEvent(str(exc)) from exc
+            raise StoreError(str(exc)) from exc
+        except self.module.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise StoreBusy(str(exc)) from exc
+            if "immutable" in str(exc):
+                raise ImmutableEvent(str(exc)) from exc
+            raise StoreError(str(exc)) from exc
+        except self.module.DatabaseError as exc:
+            raise StoreError(str(exc)) from exc
+
+
+class Store:
+    """One SQLite file: a writer connection (transactions) and a reader connection."""
+
+    def __init__(
+        self,
+        path: Path,
+        cfg: StoreConfig,
+        module: ModuleType,
+        writer: aiosqlite.Connection,
+        reader: aiosqlite.Connection,
+        caps: Capabilities,
+    ) -> None:
+        self.path = path
+        self.cfg = cfg
+        self.module = module
+        self.caps = caps
+        self._writer = writer
+        self._reader = reader
+        self._errors = _Errors(module)
+        self._lock = anyio.Lock()
+        self._tx_depth: contextvars.ContextVar[int] = contextvars.ContextVar(
+            f"hlmem_tx_{id(self)}", default=0
+        )
+        self._closed = False
+
+    @classmethod
+    async def open(cls, path: str | Path, cfg: StoreConfig, *, migrate: bool = True) -> Store:
+        """Open (and by default migrate) the database file at ``path``.
+
+        :raises SchemaError: SQLite too old, or the file has migrations this version lacks.
+        :raises StoreError: the file cannot be opened.
+        """
+        path = Path(path)
+        module = sqlite_module(cfg.sqlite_module)
+        version = tuple(int(p) for p in module.sqlite_version.split("."))
+        if version < MIN_SQLITE:
+            raise SchemaError(f"SQLite {module.sqlite_version} is older than 3.35 (RETURNING)")
+        vec_version: list[str | None] = [None]
+
+        def connector() -> Any:
+            conn = module.connect(str(path), isolation_level=None, check_same_thread=False)
+            conn.row_factory = module.Row
+            conn.execute(f"PRAGMA busy_timeout = {int(cfg.busy_timeout_ms)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            if cfg.load_vec and hasattr(conn, "enable_load_extension"):
+                try:
+                    import sqlite_vec
+
+                    conn.enable_load_extension(True)
+                    sqlite_vec.load(conn)
+                    conn.enable_load_extension(False)
+                    vec_version[0] = conn.execute("SELECT vec_version()").fetchone()[0]
+                except Exception as exc:  # extension missing or not loadable: numpy fallback
+                    log.info("sqlite-vec not loaded: %s", exc, extra={"action": "vec_unavailable"})
+            return conn
+
+        try:
+            writer = await aiosqlite.Connection(connector, cfg.iter_chunk_size)
+        except module.Error as exc:
+            raise StoreError(f"cannot open {path}: {exc}") from exc
+        try:
+            reader = await aiosqlite.Connection(connector, cfg.iter_chunk_size)
+        except BaseException:
+            await writer.close()
+            raise
+        caps = Capabilities(module.__name__, module.sqlite_version, vec_version[0])
+        store = cls(path, cfg, module, writer, reader, caps)
+        try:
+            if migrate:
+                await store.migrate()
+            else:
+                await store.check_schema()
+        except BaseException:
+            await store.close()
+            raise
+        log.info(
+            "store opened",
+            extra={"action": "store_opened", "path": str(path), "driver": caps.driver},
+        )
+        return store
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with anyio.CancelScope(shield=True):
+            await self._reader.close()
+            await self._writer.close()
+
+    # --- transactions -------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Tx]:
+        """A write transaction: ``BEGIN IMMEDIATE``, or a ``SAVEPOINT`` when nested.
+
+        Any exception (cancellation included) rolls back and re-raises. Commit and rollback run
+        shielded: an aiosqlite call keeps running on its thread even when its awaiter is
+        cancelled, so we must see it through.
+
+        :raises StoreBusy: another process held the write lock past busy_timeout.
+        """
+        if self._closed:
+            raise ClosedError("store is closed")
+        depth = self._tx_depth.get()
+        if depth:
+            name = f"sp{depth}"
+            token = self._tx_depth.set(depth + 1)
+            try:
+                await self._writer.execute(f"SAVEPOINT {name}")
+                try:
+                    yield Tx(self._writer, self._errors)
+                except BaseException:
+                    with anyio.CancelScope(shield=True):
+                        await self._writer.execute(f"ROLLBACK TO {name}")
+                        await self._writer.execute(f"RELEASE {name}")
+                    raise
+                with anyio.CancelScope(shield=True):
+                    await self._writer.execute(f"RELEASE {name}")
+            finally:
+                self._tx_depth.reset(token)
+            return
+        async with self._lock:
+            token = self._tx_depth.set(1)
+            try:
+                with self._errors.mapped():
+                    await self._writer.execute("BEGIN IMMEDIATE")
+                try:
+                    yield Tx(self._writer, self._errors)
+                except BaseException:
+                    with anyio.CancelScope(shield=True):
+                        await self._writer.rollback()
+                    raise
+                with anyio.CancelScope(shield=True), self._errors.mapped():
+                    await self._writer.commit()
+            finally:
+                self._tx_depth.reset(token)
+
+    # --- reads --------------------------------------------------------------------------------
+
+    async def fetchall(self, name: str, params: Params = ()) -> list[Any]:
+        """Run a named read on the reader connection."""
+        if self._closed:
+            raise ClosedError("store is closed")
+        with self._errors.mapped():
+            return list(await self._reader.execute_fetchall(QUERIES[name], params))
+
+    async def scalar(self, name: str, params: Params = ()) -> Any:
+        rows = await self.fetchall(name, params)
+        return rows[0][0] if rows else None
+
+    # --- schema -------------------------------------------------------------------------------
+
+    async def applied_migrations(self) -> list[int]:
+        await self._writer.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+        )
+        rows = await self._writer.execute_fetchall("SELECT version FROM schema_migrations")
+        return sorted(int(r[0]) for r in rows)
+
+    async def migrate(self) -> list[int]:
+        """Apply every packaged migration not yet recorded, each in its own transaction.
+
+        :raises SchemaError: the file records a migration this version does not know.
+        """
+        known = migrations()
+        applied = await self.applied_migrations()
+        unknown = set(applied) - {v for v, _, _ in known}
+        if unknown:
+            raise SchemaError(f"database has migrations {sorted(unknown)} unknown to this hlmem")
+        done = []
+        for version, name, sql in known:
+            if version in applied:
+                continue
+            async with self.transaction():
+                # re-check under the write lock: another process may have migrated meanwhile
+                rows = await self._writer.execute_fetchall(
+                    "SELECT 1 FROM schema_migrations WHERE version = ?", (version,)
+                )
+                if rows:
+                    continue
+                for statement in split_statements(self.module, sql):
+                    with self._errors.mapped():
+                        await self._writer.execute(statement)
+                await self._writer.execute(
+                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                    (version, name, iso(SystemClock().now())),
+                )
+            done.append(version)
+            log.info("migrated", extra={"action": "migration_applied", "version": version})
+        return done
+
+    async def check_schema(self) -> None:
+        known = {v for v, _, _ in migrations()}
+        applied = set(await self.applied_migrations())
+        if applied != known:
+            raise SchemaError(
+                f"schema out of date: applied {sorted(applied)}, known {sorted(known)}; "
+                "run `hlmem migrate`"
+            )
+
+    async def schema_dump(self) -> str:
+        """The normalised schema (every CREATE statement), for the migrations test."""
+        rows = await self._reader.execute_fetchall(
+            "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%'"
+            " ORDER BY type, name"
+        )
+        return "\n".join(" ".join(str(r[0]).split()) + ";" for r in rows) + "\n"
+
