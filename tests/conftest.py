@@ -2,10 +2,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from hlmem.config import Config, load_config
+from hlmem.store import sqlite_module
 
 
 @pytest.fixture
@@ -34,3 +36,15 @@ def fast_config(**sections: dict[str, object]) -> Config:
 @pytest.fixture
 def config() -> Iterator[Config]:
     yield fast_config()
+
+
+def connect_raw(path: Path) -> Any:
+    """A plain DB-API connection to an hlmem file, for assertions.
+
+    It uses the same SQLite module as hlmem (sqlean when installed). Never open the file with a
+    *different* SQLite library in the same process: POSIX locks are per process, so when the
+    other library closes its file descriptor it drops hlmem's locks too, may checkpoint and
+    delete the WAL under hlmem, and writes get lost. Other processes may use any library.
+    """
+    module = sqlite_module("auto")
+    return module.connect(str(path), isolation_level=None)

@@ -19,7 +19,8 @@ import anyio
 
 from hlmem.config import Config, env_default, load_config
 from hlmem.errors import HlmemError
-from hlmem.memory import Memory
+from hlmem.memory import PipelineMode
+from hlmem.pipeline import wait_for_stop_signal
 from hlmem.memory import open as open_memory
 from hlmem.store import Store
 
@@ -69,9 +70,10 @@ async def cmd_ingest(args: argparse.Namespace, cfg: Config) -> int:
     path = Path(args.file)
     if not path.is_file():
         raise HlmemError(f"no such file: {path}")
-    mode = "inline" if args.drain else "external"
+    mode: PipelineMode = "inline" if args.drain else "external"
     async with open_memory(_need_db(args), config=cfg, pipeline=mode) as mem:
-        total = sum(1 for _ in path.open("rb"))
+        with path.open("rb") as lines:
+            total = sum(1 for _ in lines)
         with tqdm(total=total, unit="line", disable=args.json or not sys.stderr.isatty()) as bar:
             summary = await ingest_jsonl(mem, path, progress=bar.update)
         if args.drain:
@@ -94,9 +96,7 @@ async def cmd_worker(args: argparse.Namespace, cfg: Config) -> int:
         if args.drain:
             await mem.run_until_idle(settle_s=args.settle_s)
         else:
-            with anyio.open_signal_receiver(2, 15) as signals:  # SIGINT, SIGTERM
-                async for _ in signals:
-                    break
+            await wait_for_stop_signal()
         stats = await mem.stats()
     _out(args, stats.model_dump(), "worker stopped: " + _stats_line(stats.model_dump()))
     return 0
@@ -161,9 +161,31 @@ async def cmd_doctor(args: argparse.Namespace, cfg: Config) -> int:
 
 
 async def cmd_quickstart(args: argparse.Namespace, cfg: Config) -> int:
-    from hlmem.quickstart import run_quickstart
+    from tqdm import tqdm
 
-    return await run_quickstart(cfg, as_json=args.json)
+    from hlmem.quickstart import run_quickstart, sample_lines
+
+    with tqdm(total=sample_lines(), desc="ingest", unit="event", disable=args.json) as bar:
+        result = await run_quickstart(cfg, progress=bar.update)
+    if args.json:
+        print(result.model_dump_json(indent=2))
+        return 0
+    windows = result.stats.windows.get("closed", 0)
+    print(
+        f"\ningested {result.ingest.accepted} events from {result.stats.sessions} sessions"
+        f" into {windows} windows"
+    )
+    print(f"remembered {len(result.claims)} claims:")
+    for claim in result.claims:
+        quote = claim.evidence[0].quote if claim.evidence else ""
+        print(f"  - {claim.text}    [evidence: “{quote}”]")
+    for query, hits in result.recall.items():
+        print(f"\nrecall: {query}")
+        for hit in hits:
+            print(f"  {hit.score:.2f}  {hit.claim.text}")
+        if not hits:
+            print("  (nothing)")
+    return 0
 
 
 # --- parser -----------------------------------------------------------------------------------
@@ -199,16 +221,20 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("jobs", cmd_jobs, "inspect and re-drive pipeline jobs")
     jobs = p.add_subparsers(dest="jobs_cmd", required=True, metavar="ACTION")
     jl = jobs.add_parser("list", help="list jobs, newest first", formatter_class=fmt)
-    jl.add_argument("--status", choices=["todo", "doing", "done", "failed", "parked"])
-    jl.add_argument("--kind", help="stage name (windower, extractor)")
-    jl.add_argument("--limit", type=int, default=50)
+    jl.add_argument(
+        "--status", choices=["todo", "doing", "done", "failed", "parked"], help="only this status"
+    )
+    jl.add_argument("--kind", help="only this stage (windower, extractor)")
+    jl.add_argument("--limit", type=int, default=50, help="most rows shown")
     jl.add_argument("--json", action="store_true", help="machine-readable output")
     jr = jobs.add_parser("retry", help="put failed and parked jobs back to todo", formatter_class=fmt)
     jr.add_argument("--kind", help="only this stage")
     jr.add_argument("--id", type=int, help="only this job")
     jr.add_argument("--json", action="store_true", help="machine-readable output")
     jp = jobs.add_parser("purge", help="delete old done jobs", formatter_class=fmt)
-    jp.add_argument("--older-than-days", type=float, default=7.0)
+    jp.add_argument(
+        "--older-than-days", type=float, default=7.0, help="purge done jobs older than this"
+    )
     jp.add_argument("--json", action="store_true", help="machine-readable output")
     command("stats", cmd_stats, "counts of events, claims, windows and jobs")
     p = command("recall", cmd_recall, "recall claims relevant to a query")

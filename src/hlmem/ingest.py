@@ -77,9 +77,10 @@ class EventWriter:
             raise ContentTooLarge(len(event.content), self.cfg.max_content_chars)
         try:
             metadata = dumps_metadata(event.metadata)
+            metadata_bytes = len(metadata.encode("utf-8"))  # lone surrogates fail here
         except (TypeError, ValueError) as exc:
             raise InputError(f"metadata is not JSON-serialisable: {exc}") from exc
-        if len(metadata.encode("utf-8")) > self.cfg.max_metadata_bytes:
+        if metadata_bytes > self.cfg.max_metadata_bytes:
             raise InputError(f"metadata is over {self.cfg.max_metadata_bytes} bytes")
         now = self.clock.now()
         return (

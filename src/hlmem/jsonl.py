@@ -3,18 +3,22 @@
 A line is rejected, with its line number and reason, when it is not UTF-8, not a JSON object,
 misses a required field, has an unknown field or breaks a limit (content size). Valid lines are
 committed in batches; each event is committed whole with its job, so an interruption leaves
-whole events only. A line without ``event_id`` gets one derived from the file's bytes for that
-line and how many identical lines came before it, so ingesting the same file again is a no-op.
+whole events only. A line without ``event_id`` gets one derived from the line's bytes and its
+line number, so ingesting the same file again (or again after fixing its bad lines) is a no-op
+for every line already stored. The file is read in blocks on a worker thread; memory stays
+bounded by one block and one group commit, whatever the file's size.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
-from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
+
+import anyio
 
 from hlmem.errors import InputError
 from hlmem.ingest import EventRow, coerce_event
@@ -24,12 +28,10 @@ from hlmem.messages import IngestSummary
 MAX_ERRORS_KEPT = 100
 
 
-def read_lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
-    for number, raw in enumerate(stream, start=1):
-        yield number, raw.rstrip(b"\r\n")
+READ_BLOCK_LINES = 1000
 
 
-def parse_line(raw: bytes, occurrence: int) -> dict[str, Any]:
+def parse_line(raw: bytes, number: int) -> dict[str, Any]:
     """Decode one line into an event mapping (with a derived event_id when absent).
 
     :raises InputError: invalid UTF-8, invalid JSON or not an object.
@@ -46,7 +48,7 @@ def parse_line(raw: bytes, occurrence: int) -> dict[str, Any]:
         raise InputError("a line must be a JSON object")
     if obj.get("event_id") is None:
         digest = hashlib.blake2b(raw, digest_size=12).hexdigest()
-        obj["event_id"] = f"jl_{digest}_{occurrence}"
+        obj["event_id"] = f"jl_{digest}_{number}"
     return obj
 
 
@@ -62,7 +64,6 @@ async def ingest_jsonl(
     """
     accepted = duplicate = rejected = 0
     errors: list[str] = []
-    seen: Counter[bytes] = Counter()
     batch: list[EventRow] = []
     batch_lines = 0
 
@@ -78,21 +79,27 @@ async def ingest_jsonl(
             progress(batch_lines)
         batch, batch_lines = [], 0
 
-    with Path(path).open("rb") as stream:
-        for number, raw in read_lines(stream):
-            batch_lines += 1
-            if not raw.strip():
-                continue
-            seen[raw] += 1
-            try:
-                batch.append(mem.writer.prepare(coerce_event(parse_line(raw, seen[raw]))))
-            except InputError as exc:
-                rejected += 1
-                if len(errors) < MAX_ERRORS_KEPT:
-                    errors.append(f"line {number}: {exc}")
-            if len(batch) >= mem.config.ingest.group_commit_max_rows:
-                await commit()
+    number = 0
+    with Path(path).open("rb") as stream:  # noqa: ASYNC230 - blocks are read on a thread
+        while block := await anyio.to_thread.run_sync(_read_block, stream):
+            for raw in block:
+                number += 1
+                batch_lines += 1
+                if not raw.strip():
+                    continue
+                try:
+                    batch.append(mem.writer.prepare(coerce_event(parse_line(raw, number))))
+                except InputError as exc:
+                    rejected += 1
+                    if len(errors) < MAX_ERRORS_KEPT:
+                        errors.append(f"line {number}: {exc}")
+                if len(batch) >= mem.config.ingest.group_commit_max_rows:
+                    await commit()
         await commit()
     return IngestSummary(
         accepted=accepted, duplicate=duplicate, rejected=rejected, errors=tuple(errors)
     )
+
+
+def _read_block(stream: IO[bytes]) -> list[bytes]:
+    return [line.rstrip(b"\r\n") for line in itertools.islice(stream, READ_BLOCK_LINES)]

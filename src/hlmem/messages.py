@@ -238,4 +238,7 @@ class IngestSummary(_Frozen):
 
 
 def dumps_metadata(metadata: dict[str, Any]) -> str:
-    return json.dumps(metadata, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    """Compact, canonical JSON; NaN and infinities are refused (they are not JSON)."""
+    return json.dumps(
+        metadata, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False
+    )

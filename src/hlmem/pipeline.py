@@ -11,6 +11,7 @@ alone in ``hlmem worker``.
 from __future__ import annotations
 
 import logging
+import signal
 
 import anyio
 from anyio.abc import TaskStatus
@@ -80,3 +81,12 @@ class Pipeline:
             if since_recover >= recover_every:
                 since_recover = 0.0
                 await self.queue.recover()
+
+
+async def wait_for_stop_signal() -> signal.Signals:
+    """Wait for SIGINT or SIGTERM (``hlmem worker``); the signal received."""
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for received in signals:
+            log.info("stop signal", extra={"action": "signal_received", "signal": received.name})
+            return received
+    raise RuntimeError("signal receiver closed")  # pragma: no cover - the loop only returns

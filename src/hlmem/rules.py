@@ -37,8 +37,12 @@ def extract(window: WindowText) -> list[ClaimDraft]:
                 value = match.group("x").strip(_TRIM)
                 if len(value) < 2:
                     continue
-                start = piece.start_char + match.start()
-                end = piece.start_char + match.end()
+                # The quote is the match without surrounding blanks; its offsets must name
+                # exactly that text in the event's content.
+                raw = match.group(0)
+                quote = raw.strip()
+                start = piece.start_char + match.start() + (len(raw) - len(raw.lstrip()))
+                end = start + len(quote)
                 drafts.append(
                     ClaimDraft(
                         subject="user",
@@ -51,7 +55,7 @@ def extract(window: WindowText) -> list[ClaimDraft]:
                         evidence=(
                             EvidenceSpan(
                                 event_id=piece.event_id,
-                                quote=match.group(0).strip(),
+                                quote=quote,
                                 start_char=start,
                                 end_char=end,
                             ),

@@ -366,10 +366,40 @@ class Store:
             )
 
     async def schema_dump(self) -> str:
-        """The normalised schema (every CREATE statement), for the migrations test."""
+        """Every CREATE statement of the schema, ordered by type and name (``sql/schema.sql``)."""
         rows = await self._reader.execute_fetchall(
             "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%'"
             " ORDER BY type, name"
         )
-        return "\n".join(" ".join(str(r[0]).split()) + ";" for r in rows) + "\n"
+        return "".join(f"{r[0]};\n\n" for r in rows)
+
+
+SCHEMA_HEADER = (
+    "-- The schema that all migrations in sql/migrations yield. Generated, and checked by\n"
+    "-- tests/test_store.py; regenerate with: python -m hlmem.store > src/hlmem/sql/schema.sql\n\n"
+)
+
+
+async def fresh_schema(cfg: StoreConfig | None = None) -> str:
+    """Migrate a new temporary database and return its schema as ``sql/schema.sql`` holds it."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        store = await Store.open(Path(tmp) / "schema.db", cfg or StoreConfig())
+        try:
+            return SCHEMA_HEADER + await store.schema_dump()
+        finally:
+            await store.close()
+
+
+def normalize_schema(text: str) -> list[str]:
+    """Statements with comments dropped and whitespace folded, for comparing schemas."""
+    lines = [ln for ln in text.splitlines() if not ln.strip().startswith("--")]
+    return [" ".join(st.split()) for st in "\n".join(lines).split(";\n") if st.strip()]
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.stdout.write(anyio.run(fresh_schema))
 

@@ -74,7 +74,9 @@ class Extractor(Stage[Extracted]):
         ids = json.dumps([w.window_id for _, w, _ in prepared])
         done = {r[0] for r in await tx.fetchall("existing_extractions", (ids,))}
         now = iso(self.clock.now())
-        extractions, claims, evidence = [], [], []
+        extractions: list[tuple[object, ...]] = []
+        claims: list[tuple[object, ...]] = []
+        evidence: list[tuple[object, ...]] = []
         for job_id, window, drafts in prepared:
             if window.window_id in done:
                 continue

@@ -55,9 +55,12 @@ class _Batch:
         self.items: list[tuple[str, int, str, int, int, int, int]] = []
 
     def load(self, rows: list[object]) -> None:
+        # A window this batch already changed (e.g. closed by size before a flush in the same
+        # batch) is still open in the database: never reload that stale copy over it.
+        changed = {t.id for t in self.touched}
         for row in rows:
             w = _Window(row[0], row[1], row[2], row[3], row[4], row[5], stored=True)  # type: ignore[index]
-            if w.key not in self.open:
+            if w.key not in self.open and w.id not in changed:
                 self.open[w.key] = w
 
     def close(self, key: str, reason: str, at: str) -> None:

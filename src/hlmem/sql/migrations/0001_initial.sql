@@ -298,7 +298,7 @@ CREATE TABLE jobs (
 );
 CREATE INDEX jobs_ready ON jobs (kind, priority DESC, id) WHERE status = 'todo';
 CREATE INDEX jobs_doing ON jobs (owner, lease_until) WHERE status = 'doing';
-CREATE INDEX jobs_status ON jobs (status, kind);
+CREATE INDEX jobs_status ON jobs (status, kind, size);  -- covers the backlog sums
 -- One live job per dedup key: a replayed enqueue of the same work is a no-op.
 CREATE UNIQUE INDEX jobs_dedup ON jobs (dedup_key)
     WHERE dedup_key IS NOT NULL AND status IN ('todo', 'doing');

@@ -1,0 +1,71 @@
+"""The public surface of ``hlmem``: pinned, so a change to it is a deliberate one."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+
+import hlmem
+
+PUBLIC = [
+    "Claim",
+    "ClaimStatus",
+    "Clock",
+    "ClosedError",
+    "Config",
+    "ConfigError",
+    "ContentTooLarge",
+    "EventIn",
+    "EvidenceSpan",
+    "HlmemError",
+    "ImmutableEvent",
+    "InputError",
+    "ManualClock",
+    "Memory",
+    "OriginClass",
+    "RecallHit",
+    "Role",
+    "SchemaError",
+    "SessionKind",
+    "Stats",
+    "StoreBusy",
+    "StoreError",
+    "SystemClock",
+    "__version__",
+    "load_config",
+    "open",
+]
+
+
+def test_all_is_pinned_and_sorted() -> None:
+    assert sorted(hlmem.__all__) == PUBLIC
+    assert len(set(hlmem.__all__)) == len(hlmem.__all__)
+
+
+def test_every_public_name_is_importable() -> None:
+    module = importlib.import_module("hlmem")
+    for name in PUBLIC:
+        assert getattr(module, name) is not None, name
+    namespace: dict[str, object] = {}
+    exec("from hlmem import *", namespace)
+    assert set(PUBLIC) - {"__version__"} <= set(namespace)
+
+
+def test_errors_are_hlmem_errors() -> None:
+    for name in (
+        "ClosedError",
+        "ConfigError",
+        "ContentTooLarge",
+        "ImmutableEvent",
+        "InputError",
+        "SchemaError",
+        "StoreBusy",
+        "StoreError",
+    ):
+        assert issubclass(getattr(hlmem, name), hlmem.HlmemError), name
+    assert issubclass(hlmem.ContentTooLarge, hlmem.InputError)
+    assert issubclass(hlmem.ImmutableEvent, hlmem.StoreError)
+
+
+def test_version_matches_the_installed_distribution() -> None:
+    assert hlmem.__version__ == importlib.metadata.version("hlmem")
