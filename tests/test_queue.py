@@ -4,6 +4,7 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from hlmem.config import StageConfig, StoreConfig
@@ -67,7 +68,7 @@ async def test_complete_refuses_jobs_owned_by_another_worker(store: Store, db_pa
     first = JobQueue(store, lease_s=0.01)
     await enqueue(store, first, [spec(1)])
     jobs = await first.claim("windower", 1)
-    time.sleep(0.02)  # the lease expires
+    await anyio.sleep(0.02)  # the lease expires
     second = JobQueue(store, lease_s=30)
     assert await second.recover() == 1
     assert [j.id for j in await second.claim("windower", 1)] == [jobs[0].id]

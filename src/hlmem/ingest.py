@@ -107,6 +107,8 @@ class EventWriter:
         if not rows:
             return []
         await self._wait_for_room()
+        if self._closed:  # stopped while we waited: the committer would never take it
+            raise ClosedError("memory is closed")
         future: asyncio.Future[list[tuple[str, bool]]] = asyncio.get_running_loop().create_future()
         await self._pending.put(_Submission(rows, future))
         return await future

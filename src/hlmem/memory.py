@@ -312,7 +312,7 @@ class Memory:
         return [
             JobRow(
                 id=r[0], kind=r[1], status=r[2], attempts=r[3], last_error=r[5],
-                created_at=r[6], updated_at=r[7], payload=json.loads(r[8]),
+                created_at=r[6], updated_at=r[7], payload=_payload_dict(r[8]),
             )
             for r in rows
         ]
@@ -337,3 +337,13 @@ class Memory:
                 else:
                     idle_since = None
                 await anyio.sleep(self.config.pipeline.drain_poll_s)
+
+
+def _payload_dict(text: str) -> dict[str, Any]:
+    """A job's payload for listing; a payload that is not a JSON object (the reason such a job
+    failed) is shown as ``{"invalid": text}`` instead of breaking the listing."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {"invalid": text}
+    return value if isinstance(value, dict) else {"invalid": text}

@@ -18,6 +18,7 @@ from anyio.abc import TaskStatus
 
 from hlmem.clock import Clock
 from hlmem.config import Config
+from hlmem.errors import Retryable, StoreError
 from hlmem.queue import JobQueue
 from hlmem.stages.base import Stage, StageRunner
 from hlmem.stages.extractor import Extractor
@@ -76,11 +77,14 @@ class Pipeline:
         while True:
             step = min(renew_every, recover_every)
             await anyio.sleep(step)
-            await self.queue.renew()
             since_recover += step
-            if since_recover >= recover_every:
-                since_recover = 0.0
-                await self.queue.recover()
+            try:
+                await self.queue.renew()
+                if since_recover >= recover_every:
+                    since_recover = 0.0
+                    await self.queue.recover()
+            except (Retryable, StoreError) as exc:  # try again next round
+                log.warning("housekeeping failed: %s", exc, extra={"action": "housekeeping_failed"})
 
 
 async def wait_for_stop_signal() -> signal.Signals:

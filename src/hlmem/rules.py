@@ -16,10 +16,20 @@ from hlmem.text import language_of
 
 NAME = "rules-v1"
 
+# Only a request to remember counts, not the word: "记住" at the start of a sentence or after
+# 请 / 帮我 / 麻烦(你) / (一定)要, never "记住了"; "remember" as an imperative at the start of a
+# sentence (after "also", "and", "ok", ...), after "please", or in "can/could you remember".
+_SENTENCE_START = r"(?:^|(?<=[。！？!?.;；\n]))\s*"
 _PATTERNS = (
-    re.compile(r"(?:请|帮我|麻烦)?记住(?:一下|这个|这件事)?\s*[:：,，]?\s*(?P<x>[^。！？!?\n]+)"),
     re.compile(
-        r"(?i)\b(?:please\s+)?remember(?:\s+this)?(?:\s+that)?\s*[:,]?\s+"
+        rf"(?:{_SENTENCE_START}(?:(?:也|还|另外)[,，]?\s*)?(?:请|帮我|麻烦你?|你?一定要|要)?"
+        r"|(?:请|帮我|麻烦你?|一定要))"
+        r"记住(?!了)(?:一下|这个|这件事)?\s*[:：,，]?\s*(?P<x>[^。！？!?\n]+)"
+    ),
+    re.compile(
+        rf"(?i)(?:{_SENTENCE_START}(?:(?:also|and|oh|ok|okay|btw|so|hey)[,]?\s+)*(?:please\s+)?"
+        r"|\bplease\s+|\b(?:can|could|would)\s+you\s+(?:please\s+)?)"
+        r"remember(?:\s+this)?(?:\s+that)?\s*[:,]?\s+"
         r"(?P<x>[^\n]+?)(?=[.!?](?:\s|$)|[!?]|\n|$)"
     ),
 )

@@ -288,8 +288,16 @@ class Store:
         async with self._lock:
             token = self._tx_depth.set(1)
             try:
-                with self._errors.mapped():
-                    await self._writer.execute("BEGIN IMMEDIATE")
+                try:
+                    with self._errors.mapped():
+                        await self._writer.execute("BEGIN IMMEDIATE")
+                except BaseException:
+                    # Cancelled while waiting, the BEGIN still runs on aiosqlite's thread: roll
+                    # it back (queued behind it; a no-op when none began) or the connection
+                    # stays inside a transaction and every later BEGIN fails.
+                    with anyio.CancelScope(shield=True):
+                        await self._writer.rollback()
+                    raise
                 try:
                     yield Tx(self._writer, self._errors)
                 except BaseException:

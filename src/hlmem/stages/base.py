@@ -17,6 +17,7 @@ back under a shielded scope, so a stop never loses work.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from abc import ABC, abstractmethod
 from datetime import datetime
@@ -27,7 +28,7 @@ from anyio.abc import TaskStatus
 
 from hlmem.clock import Clock, wall
 from hlmem.config import PipelineConfig, StageConfig
-from hlmem.errors import Parkable, Permanent
+from hlmem.errors import Parkable, Permanent, Retryable, StoreError
 from hlmem.messages import Job, JobStatus
 from hlmem.queue import JobQueue, JobSpec, retry_decision
 from hlmem.store import Store, Tx
@@ -35,6 +36,9 @@ from hlmem.store import Store, Tx
 log = logging.getLogger(__name__)
 
 P = TypeVar("P")
+
+#: how often a feeder re-reads its downstream backlog, in seconds
+DOWNSTREAM_CHECK_S = 0.1
 
 
 class Stage(ABC, Generic[P]):
@@ -77,6 +81,8 @@ class StageRunner:
         self.pipeline_cfg = pipeline_cfg
         self.clock = clock
         self._stopping = False
+        self._downstream_checked = 0.0
+        self._downstream_full = False
         self.finished = anyio.Event()
         self.processed = 0
 
@@ -108,21 +114,22 @@ class StageRunner:
             log.info("stage stopped", extra={"action": "stage_stopped", "stage": self.stage.name})
 
     async def _feed(self, buffer: asyncio.Queue[list[Job] | None]) -> None:
-        downstream_checked, downstream_full = 0.0, False
+        self._downstream_checked, self._downstream_full = 0.0, False
         while not self._stopping:
             if buffer.full():
                 await anyio.sleep(0.002)
                 continue
-            if self.stage.downstream:
-                if wall() - downstream_checked > 0.1:
-                    backlog = await self.queue.backlog(self.stage.downstream)
-                    downstream_full = backlog >= self.cfg.downstream_high_water_jobs
-                    downstream_checked = wall()
-                if downstream_full:
-                    await anyio.sleep(self.pipeline_cfg.poll_interval_s)
-                    continue
             bell = self.queue.bell(self.stage.name)
-            jobs = await self.queue.claim(self.stage.name, self.cfg.batch_size)
+            try:
+                jobs = [] if await self._downstream_is_full() else await self.queue.claim(
+                    self.stage.name, self.cfg.batch_size
+                )
+            except (Retryable, StoreError) as exc:
+                # A busy or failing database must not stop the pipeline: wait and try again.
+                log.warning(
+                    "claim failed: %s", exc, extra={"action": "claim_failed", "stage": self.stage.name}
+                )
+                jobs = []
             if jobs:
                 buffer.put_nowait(jobs)
                 continue
@@ -131,6 +138,16 @@ class StageRunner:
         for _ in range(self.cfg.workers):
             await buffer.put(None)
 
+    async def _downstream_is_full(self) -> bool:
+        """Whether the next stage's backlog is at its high-water mark (re-read every 0.1 s)."""
+        if not self.stage.downstream:
+            return False
+        if wall() - self._downstream_checked > DOWNSTREAM_CHECK_S:
+            backlog = await self.queue.backlog(self.stage.downstream)
+            self._downstream_full = backlog >= self.cfg.downstream_high_water_jobs
+            self._downstream_checked = wall()
+        return self._downstream_full
+
     async def _work(self, buffer: asyncio.Queue[list[Job] | None]) -> None:
         while True:
             batch = await buffer.get()
@@ -138,6 +155,14 @@ class StageRunner:
                 return
             try:
                 await self._process(batch)
+            except (Retryable, StoreError):
+                # Even recording the failure failed (database busy or broken). Hand the jobs
+                # back if we can; if not, their leases expire and recovery returns them.
+                log.exception(
+                    "job bookkeeping failed", extra={"action": "batch_lost", "stage": self.stage.name}
+                )
+                with contextlib.suppress(Retryable, StoreError):
+                    await self.queue.release(batch)
             except BaseException:
                 await self.queue.release(batch)
                 raise
