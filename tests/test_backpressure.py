@@ -13,13 +13,14 @@ from typing import Any
 
 import anyio
 import pytest
+from helpers import fast_config, rows, wait_until
+from helpers import scalar as _scalar
 
 import hlmem
 from hlmem.memory import Memory
 from hlmem.stages.base import StageRunner
 from hlmem.stages.extractor import Extractor
 from hlmem.stages.windower import Windower
-from tests.conftest import connect_raw, fast_config
 
 pytestmark = pytest.mark.anyio
 
@@ -31,18 +32,6 @@ TEXTS = [
 ]
 
 
-def rows(db: Path, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
-    conn = connect_raw(db)
-    try:
-        return [tuple(r) for r in conn.execute(sql, params).fetchall()]
-    finally:
-        conn.close()
-
-
-def count(db: Path, sql: str, params: Any = ()) -> int:
-    return int(rows(db, sql, params)[0][0])
-
-
 def job_counts(db: Path, kind: str) -> Counter[str]:
     return Counter(
         {
@@ -52,15 +41,6 @@ def job_counts(db: Path, kind: str) -> Counter[str]:
             )
         }
     )
-
-
-async def wait_until(predicate: Any, *, timeout_s: float = 20.0, poll_s: float = 0.01) -> None:
-    """Poll ``predicate`` (state in the database file, or set by other tasks) until it holds."""
-    with anyio.fail_after(timeout_s):
-        while True:
-            if predicate():
-                return
-            await anyio.sleep(poll_s)
 
 
 async def settled_events(db: Path, *, interval_s: float = 0.1) -> int:
@@ -321,3 +301,7 @@ async def test_producers_waiting_for_room_are_refused_when_the_writer_stops(db_p
     assert outcomes == ["refused"] * 3
     stored = count(db_path, "SELECT count(*) FROM events")
     assert count(db_path, "SELECT count(*) FROM window_items") == stored
+
+
+def count(db: Path, sql: str, params: Any = ()) -> int:
+    return int(_scalar(db, sql, params))

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import rows, scalar
 
 TIMEOUT_S = 120
 TEN_MB = 10 * 1024 * 1024
@@ -57,18 +58,13 @@ def ok_json(proc: subprocess.CompletedProcess[str]) -> Any:
     return json.loads(proc.stdout)
 
 
-def query(db: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    with closing(sqlite3.connect(db)) as conn:
-        return list(conn.execute(sql, params).fetchall())
-
-
 def count(db: Path, table: str) -> int:
-    return int(query(db, f"SELECT count(*) FROM {table}")[0][0])
+    return int(scalar(db, f"SELECT count(*) FROM {table}"))
 
 
 def windower_event_ids(db: Path) -> list[str]:
     ids: list[str] = []
-    for (payload,) in query(db, "SELECT payload FROM jobs WHERE kind = 'windower'"):
+    for (payload,) in rows(db, "SELECT payload FROM jobs WHERE kind = 'windower'"):
         data = json.loads(payload)
         if data["kind"] == "events_added":
             ids.extend(data["event_ids"])
@@ -77,7 +73,7 @@ def windower_event_ids(db: Path) -> list[str]:
 
 def assert_consistent(db: Path) -> None:
     """Whole events only: every event has its windower job, every job names stored events."""
-    stored = {r[0] for r in query(db, "SELECT id FROM events")}
+    stored = {r[0] for r in rows(db, "SELECT id FROM events")}
     referenced = windower_event_ids(db)
     assert len(referenced) == len(set(referenced))
     assert set(referenced) == stored
@@ -117,14 +113,14 @@ def test_init_creates_the_schema_and_migrate_is_idempotent(tmp_path: Path) -> No
     proc = hlmem("--db", db, "init", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert db.is_file()
-    tables = {r[0] for r in query(db, "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    tables = {r[0] for r in rows(db, "SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert {"events", "jobs", "windows", "claims", "evidence", "tombstones"} <= tables
-    triggers = {r[0] for r in query(db, "SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+    triggers = {r[0] for r in rows(db, "SELECT name FROM sqlite_master WHERE type = 'trigger'")}
     assert {"events_no_update", "events_delete_needs_tombstone"} <= triggers
 
     assert ok_json(hlmem("--db", db, "migrate", "--json", cwd=tmp_path)) == {"applied": [1]}
     assert ok_json(hlmem("--db", db, "init", "--json", cwd=tmp_path))["db"] == str(db)
-    assert query(db, "SELECT version FROM schema_migrations") == [(1,)]
+    assert rows(db, "SELECT version FROM schema_migrations") == [(1,)]
 
 
 def test_db_from_the_environment(tmp_path: Path) -> None:
@@ -153,22 +149,22 @@ def test_ingest_valid_file_then_reingest_is_a_no_op(tmp_path: Path) -> None:
     events = jsonl(tmp_path / "events.jsonl", VALID)
     first = ok_json(hlmem("--db", db, "ingest", events, "--json", cwd=tmp_path))
     assert first == {"accepted": len(VALID), "duplicate": 0, "rejected": 0, "errors": []}
-    stored = query(db, "SELECT id, session_id, role, content, metadata FROM events ORDER BY seq")
+    stored = rows(db, "SELECT id, session_id, role, content, metadata FROM events ORDER BY seq")
     assert [r[3] for r in stored] == [e["content"] for e in VALID]
     assert stored[3][0] == "msg-42"
     assert json.loads(stored[3][4]) == {"channel": "chat", "标签": "生产"}
     assert count(db, "sessions") == 2
-    jobs_before = query(db, "SELECT id, kind, status, payload FROM jobs")
+    jobs_before = rows(db, "SELECT id, kind, status, payload FROM jobs")
     assert_consistent(db)
 
     again = hlmem("--db", db, "ingest", events, cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert f"accepted 0, duplicate {len(VALID)}, rejected 0" in again.stdout
     assert (
-        query(db, "SELECT id, session_id, role, content, metadata FROM events ORDER BY seq")
+        rows(db, "SELECT id, session_id, role, content, metadata FROM events ORDER BY seq")
         == stored
     )
-    assert query(db, "SELECT id, kind, status, payload FROM jobs") == jobs_before
+    assert rows(db, "SELECT id, kind, status, payload FROM jobs") == jobs_before
 
 
 def test_ingest_identical_lines_are_distinct_events(tmp_path: Path) -> None:
@@ -193,7 +189,7 @@ def test_ingest_explicit_event_id_duplicates(tmp_path: Path) -> None:
     )
     summary = ok_json(hlmem("--db", db, "ingest", events, "--json", cwd=tmp_path))
     assert (summary["accepted"], summary["duplicate"], summary["rejected"]) == (2, 1, 0)
-    assert query(db, "SELECT id, content FROM events ORDER BY seq") == [
+    assert rows(db, "SELECT id, content FROM events ORDER BY seq") == [
         ("x", "记住：我的猫叫小白"),
         ("y", "another"),
     ]
@@ -205,12 +201,12 @@ def test_ingest_drain_extracts_claims_and_recall_finds_them(tmp_path: Path) -> N
     events = jsonl(tmp_path / "events.jsonl", VALID)
     summary = ok_json(hlmem("--db", db, "ingest", events, "--drain", "--json", cwd=tmp_path))
     assert summary["accepted"] == len(VALID)
-    claims = {r[0]: r[1] for r in query(db, "SELECT text, status FROM claims")}
+    claims = {r[0]: r[1] for r in rows(db, "SELECT text, status FROM claims")}
     assert claims == {
         "我的猫叫小白，每天早上七点要喂它": "active",
         "the production database lives on db-prod-2 in Frankfurt": "active",
     }
-    evidence = query(
+    evidence = rows(
         db,
         "SELECT c.text, e.event_id, e.quote FROM evidence e JOIN claims c ON c.id = e.claim_id"
         " ORDER BY e.event_id",
@@ -220,7 +216,7 @@ def test_ingest_drain_extracts_claims_and_recall_finds_them(tmp_path: Path) -> N
         "msg-42",
         "Remember that the production database lives on db-prod-2 in Frankfurt",
     ) in evidence
-    assert query(db, "SELECT DISTINCT status FROM jobs") == [("done",)]
+    assert rows(db, "SELECT DISTINCT status FROM jobs") == [("done",)]
 
     stats = ok_json(hlmem("--db", db, "stats", "--json", cwd=tmp_path))
     assert stats["events"] == len(VALID)
@@ -310,7 +306,7 @@ def test_ingest_bad_lines_are_reported_and_the_rest_is_stored_once(tmp_path: Pat
     # the 10 MB content is neither echoed back nor stored
     assert len(proc.stderr) < 10_000
     assert count(db, "events") == len(valid_lines)
-    assert query(db, "SELECT max(length(content)) FROM events")[0][0] < 1000
+    assert rows(db, "SELECT max(length(content)) FROM events")[0][0] < 1000
     assert_consistent(db)
 
     # same file again: nothing new, the same lines rejected
@@ -341,7 +337,7 @@ def test_ingest_bad_lines_are_reported_and_the_rest_is_stored_once(tmp_path: Pat
     }
     assert count(db, "events") == len(valid_lines) + len(expected)
     assert sorted(
-        r[0] for r in query(db, "SELECT content FROM events WHERE session_id = 'fixed'")
+        r[0] for r in rows(db, "SELECT content FROM events WHERE session_id = 'fixed'")
     ) == sorted(f"修好的第{n}行 / fixed line {n}" for n in expected)
     assert_consistent(db)
 
@@ -367,7 +363,7 @@ def test_ingest_skips_blank_lines_and_accepts_crlf(tmp_path: Path) -> None:
     )
     summary = ok_json(hlmem("--db", db, "ingest", path, "--json", cwd=tmp_path))
     assert (summary["accepted"], summary["rejected"]) == (2, 0)
-    assert [r[0] for r in query(db, "SELECT content FROM events ORDER BY seq")] == ["你好", "hello"]
+    assert [r[0] for r in rows(db, "SELECT content FROM events ORDER BY seq")] == ["你好", "hello"]
 
 
 # --- stats / jobs -----------------------------------------------------------------------------
@@ -400,7 +396,7 @@ def test_jobs_list_retry_purge(tmp_path: Path) -> None:
     listed = ok_json(hlmem("--db", db, "jobs", "list", "--json", cwd=tmp_path))
     assert [(j["kind"], j["status"]) for j in listed] == [("windower", "todo")]
     assert sorted(listed[0]["payload"]["event_ids"]) == sorted(
-        r[0] for r in query(db, "SELECT id FROM events")
+        r[0] for r in rows(db, "SELECT id FROM events")
     )
 
     # a job whose payload cannot be decoded fails permanently with its reason
@@ -437,7 +433,7 @@ def test_jobs_list_retry_purge(tmp_path: Path) -> None:
     assert ok_json(
         hlmem("--db", db, "jobs", "retry", "--id", str(failed[0]["id"]), "--json", cwd=tmp_path)
     ) == {"retried": 1}
-    assert query(db, "SELECT status, attempts FROM jobs WHERE id = ?", (failed[0]["id"],)) == [
+    assert rows(db, "SELECT status, attempts FROM jobs WHERE id = ?", (failed[0]["id"],)) == [
         ("todo", 0)
     ]
     assert ok_json(hlmem("--db", db, "jobs", "retry", "--json", cwd=tmp_path)) == {"retried": 0}
@@ -447,7 +443,7 @@ def test_jobs_list_retry_purge(tmp_path: Path) -> None:
     assert ok_json(
         hlmem("--db", db, "jobs", "purge", "--older-than-days", "0", "--json", cwd=tmp_path)
     ) == {"purged": done}
-    assert query(db, "SELECT status FROM jobs") == [("todo",)]
+    assert rows(db, "SELECT status FROM jobs") == [("todo",)]
     # purging jobs never touches what they produced
     assert count(db, "events") == len(VALID)
     assert count(db, "claims") == 2
@@ -557,4 +553,4 @@ def test_config_file_applies(tmp_path: Path) -> None:
     proc = hlmem("--db", db, "--config", config, "ingest", events, cwd=tmp_path)
     assert proc.returncode == 1
     assert "line 2: content has 12 characters, over the limit of 10" in proc.stderr
-    assert [r[0] for r in query(db, "SELECT content FROM events")] == ["短消息"]
+    assert [r[0] for r in rows(db, "SELECT content FROM events")] == ["短消息"]

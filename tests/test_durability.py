@@ -17,7 +17,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import fast_config
+from helpers import fast_config
 from ingest_driver import Child, child_env
 
 import hlmem

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import rows, scalar
 
 import hlmem
 from hlmem.config import Config
@@ -27,18 +28,13 @@ TEN_MB = 10 * 1024 * 1024
 # --- helpers ----------------------------------------------------------------------------------
 
 
-def query(db: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    with closing(sqlite3.connect(db)) as conn:
-        return list(conn.execute(sql, params).fetchall())
-
-
 def count(db: Path, table: str) -> int:
-    return int(query(db, f"SELECT count(*) FROM {table}")[0][0])
+    return int(scalar(db, f"SELECT count(*) FROM {table}"))
 
 
 def windower_payload_ids(db: Path) -> list[str]:
     ids: list[str] = []
-    for (payload,) in query(db, "SELECT payload FROM jobs WHERE kind = 'windower'"):
+    for (payload,) in rows(db, "SELECT payload FROM jobs WHERE kind = 'windower'"):
         data = json.loads(payload)
         if data["kind"] == "events_added":
             ids.extend(data["event_ids"])
@@ -47,7 +43,7 @@ def windower_payload_ids(db: Path) -> list[str]:
 
 def assert_consistent(db: Path) -> None:
     """No event without its windower job; no windower job naming an event that is not stored."""
-    stored = {r[0] for r in query(db, "SELECT id FROM events")}
+    stored = {r[0] for r in rows(db, "SELECT id FROM events")}
     referenced = windower_payload_ids(db)
     assert len(referenced) == len(set(referenced)), "an event is in two windower jobs"
     assert set(referenced) == stored
@@ -71,14 +67,14 @@ async def test_add_event_returns_a_new_id_and_stores_the_event(
         zh = await mem.add_event("s-1", "记住：我的猫叫小白")
         en = await mem.add_event("s-1", "Remember that the prod DB is db-prod-2.", role="user")
     assert zh != en
-    rows = query(
+    stored = rows(
         db_path, "SELECT id, session_id, role, content, origin_class FROM events ORDER BY seq"
     )
-    assert rows == [
+    assert stored == [
         (zh, "s-1", "user", "记住：我的猫叫小白", "user_direct"),
         (en, "s-1", "user", "Remember that the prod DB is db-prod-2.", "user_direct"),
     ]
-    assert query(db_path, "SELECT namespace, session_id FROM sessions") == [("default", "s-1")]
+    assert rows(db_path, "SELECT namespace, session_id FROM sessions") == [("default", "s-1")]
     assert_consistent(db_path)
 
 
@@ -90,7 +86,7 @@ async def test_explicit_event_id_twice_returns_it_and_stores_one_event(
         second = await mem.add_event("s-1", "Remember that my cat is called Snowy.", event_id="x")
         third = await mem.add_event("other-session", "完全不同的内容", event_id="x")
     assert first == second == third == "x"
-    assert query(db_path, "SELECT id, session_id, content FROM events") == [
+    assert rows(db_path, "SELECT id, session_id, content FROM events") == [
         ("x", "s-1", "记住：我的猫叫小白")
     ]
     # the duplicates enqueued no work and created no session
@@ -115,7 +111,7 @@ async def test_duplicate_ids_inside_one_batch_and_across_batches(
     assert ids[:3] == ["a", "b", "a"]
     assert ids[3] not in ("a", "b")
     assert again == ["b"]
-    assert query(db_path, "SELECT id, content FROM events ORDER BY seq") == [
+    assert rows(db_path, "SELECT id, content FROM events ORDER BY seq") == [
         ("a", "第一条"),
         ("b", "second"),
         (ids[3], "no id given"),
@@ -192,7 +188,7 @@ async def test_content_at_the_limit_is_accepted_one_over_is_not(db_path: Path) -
         ok = await mem.add_event("s", "字" * 100)
         with pytest.raises(hlmem.ContentTooLarge):
             await mem.add_event("s", "字" * 101)
-    assert query(db_path, "SELECT id, length(content) FROM events") == [(ok, 100)]
+    assert rows(db_path, "SELECT id, length(content) FROM events") == [(ok, 100)]
 
 
 @pytest.mark.parametrize(
@@ -230,7 +226,7 @@ async def test_aware_occurred_at_is_stored_in_utc(db_path: Path, config: Config)
     beijing = timezone(timedelta(hours=8))
     async with hlmem.open(db_path, config=config, pipeline="external") as mem:
         await mem.add_event("s", "早上好", occurred_at=datetime(2026, 3, 2, 9, 0, tzinfo=beijing))
-    (occurred,) = query(db_path, "SELECT occurred_at FROM events")[0]
+    (occurred,) = rows(db_path, "SELECT occurred_at FROM events")[0]
     assert occurred.startswith("2026-03-02T01:00:00")
 
 
@@ -258,7 +254,7 @@ async def test_add_events_with_one_invalid_item_names_it_and_writes_nothing(
             await mem.add_events(batch)
         # the store still works, and the good events go in once the bad one is gone
         assert await mem.add_events(good) == ["g1", "g2"]
-    assert query(db_path, "SELECT id FROM events ORDER BY seq") == [("g1",), ("g2",)]
+    assert rows(db_path, "SELECT id FROM events ORDER BY seq") == [("g1",), ("g2",)]
     assert_consistent(db_path)
 
 
@@ -314,7 +310,7 @@ async def test_update_on_events_is_refused_by_the_database(
         with pytest.raises(sqlite3.DatabaseError, match="immutable"):
             conn.execute(sql)
         conn.rollback()
-    assert query(db_path, "SELECT id, content, session_id FROM events ORDER BY seq") == [
+    assert rows(db_path, "SELECT id, content, session_id FROM events ORDER BY seq") == [
         ("zh", "记住：我的猫叫小白", "s"),
         ("en", "Remember that the prod DB is db-prod-2.", "s"),
     ]
@@ -348,7 +344,7 @@ async def test_delete_on_events_needs_a_tombstone(db_path: Path, config: Config)
         with pytest.raises(sqlite3.DatabaseError, match="immutable"):
             conn.execute("DELETE FROM events WHERE id = 'en'")
         conn.rollback()
-    assert query(db_path, "SELECT id FROM events") == [("en",)]
+    assert rows(db_path, "SELECT id FROM events") == [("en",)]
 
 
 # --- through the pipeline ---------------------------------------------------------------------

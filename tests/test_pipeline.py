@@ -13,36 +13,16 @@ from typing import Any
 
 import anyio
 import pytest
+from helpers import connect_raw, fast_config, rows, wait_until
+from helpers import scalar as _scalar
 
 import hlmem
 from hlmem.clock import Clock, wall
 from hlmem.config import Config
 from hlmem.errors import ClosedError
 from hlmem.memory import Memory
-from tests.conftest import connect_raw, fast_config
 
 pytestmark = pytest.mark.anyio
-
-
-def rows(db: Path, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
-    conn = connect_raw(db)
-    try:
-        return [tuple(r) for r in conn.execute(sql, params).fetchall()]
-    finally:
-        conn.close()
-
-
-def count(db: Path, sql: str, params: Any = ()) -> int:
-    return int(rows(db, sql, params)[0][0])
-
-
-async def wait_until(predicate: Any, *, timeout_s: float = 20.0, poll_s: float = 0.01) -> None:
-    """Poll ``predicate`` (state in the database file, or set by other tasks) until it holds."""
-    with anyio.fail_after(timeout_s):
-        while True:
-            if predicate():
-                return
-            await anyio.sleep(poll_s)
 
 
 # --- a conversation in Chinese and English ---------------------------------------------------
@@ -434,3 +414,7 @@ async def test_a_write_cancelled_while_waiting_for_the_lock_leaves_the_store_usa
     ]
     assert rows(db_path, "SELECT ended_at FROM sessions") == [(None,)]  # the cancelled write
     assert count(db_path, "SELECT count(*) FROM jobs WHERE kind = 'windower'") == 3
+
+
+def count(db: Path, sql: str, params: Any = ()) -> int:
+    return int(_scalar(db, sql, params))

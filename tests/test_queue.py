@@ -6,13 +6,13 @@ from pathlib import Path
 
 import anyio
 import pytest
+from helpers import connect_raw
 
 from hlmem.config import StageConfig, StoreConfig
 from hlmem.errors import LeaseLost
 from hlmem.messages import JobStatus, SessionEnded
 from hlmem.queue import JobQueue, JobSpec, owner_is_dead, retry_decision
 from hlmem.store import Store
-from tests.conftest import connect_raw
 
 pytestmark = pytest.mark.anyio
 

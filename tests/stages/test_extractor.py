@@ -8,6 +8,7 @@ from typing import Any
 
 import anyio
 import pytest
+from helpers import fast_config, rows, step
 
 import hlmem
 from hlmem.clock import iso
@@ -17,7 +18,6 @@ from hlmem.queue import JobSpec
 from hlmem.stages.base import Stage
 from hlmem.stages.extractor import Extractor
 from hlmem.stages.windower import Windower
-from tests.conftest import connect_raw, fast_config
 
 pytestmark = pytest.mark.anyio
 
@@ -41,29 +41,8 @@ EXPECTED = {
 }
 
 
-def rows(db: Path, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
-    conn = connect_raw(db)
-    try:
-        return [tuple(r) for r in conn.execute(sql, params).fetchall()]
-    finally:
-        conn.close()
-
-
 def contents(db: Path) -> dict[str, str]:
     return {r[0]: r[1] for r in rows(db, "SELECT id, content FROM events")}
-
-
-async def step(mem: Memory, stage: Stage[Any], limit: int = 1000) -> int:
-    """Claim up to ``limit`` jobs and run them through ``stage`` the way StageRunner does."""
-    jobs = await mem.queue.claim(stage.name, limit)
-    if not jobs:
-        return 0
-    prepared = await stage.prepare(jobs)
-    async with mem.store.transaction() as tx:
-        outputs = await stage.apply(tx, jobs, prepared)
-        await mem.queue.enqueue(tx, outputs)
-        await mem.queue.complete(tx, jobs)
-    return len(jobs)
 
 
 async def step_all(mem: Memory, stage: Stage[Any]) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 
 import anyio
 import pytest
+from helpers import fast_config, rows, step, wait_until
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -29,7 +30,6 @@ from hlmem.memory import Memory
 from hlmem.stages.base import Stage
 from hlmem.stages.extractor import Extractor
 from hlmem.stages.windower import Windower
-from tests.conftest import connect_raw, fast_config
 
 ZH = [
     "今天我们讨论了项目进度。",
@@ -51,14 +51,6 @@ MIXED = [text for pair in zip(ZH, EN, strict=True) for text in pair]
 
 
 # --- helpers --------------------------------------------------------------------------------
-
-
-def rows(db: Path, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
-    conn = connect_raw(db)
-    try:
-        return [tuple(r) for r in conn.execute(sql, params).fetchall()]
-    finally:
-        conn.close()
 
 
 @dataclass
@@ -102,28 +94,6 @@ def windows(db: Path) -> list[Win]:
 
 def of_session(ws: list[Win], session_id: str, namespace: str = "default") -> list[Win]:
     return [w for w in ws if w.session_id == session_id and w.namespace == namespace]
-
-
-async def wait_until(predicate: Any, *, timeout_s: float = 10.0, poll_s: float = 0.01) -> None:
-    """Poll ``predicate`` (state in the database file, or set by other tasks) until it holds."""
-    with anyio.fail_after(timeout_s):
-        while True:
-            if predicate():
-                return
-            await anyio.sleep(poll_s)
-
-
-async def step(mem: Memory, stage: Stage[Any], limit: int = 1000) -> int:
-    """Claim up to ``limit`` jobs and run them through ``stage`` the way StageRunner does."""
-    jobs = await mem.queue.claim(stage.name, limit)
-    if not jobs:
-        return 0
-    prepared = await stage.prepare(jobs)
-    async with mem.store.transaction() as tx:
-        outputs = await stage.apply(tx, jobs, prepared)
-        await mem.queue.enqueue(tx, outputs)
-        await mem.queue.complete(tx, jobs)
-    return len(jobs)
 
 
 async def step_all(mem: Memory, stage: Stage[Any], limit: int = 1000) -> None:

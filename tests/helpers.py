@@ -1,0 +1,72 @@
+"""Helpers shared by the tests: configs, raw reads of a database file, polling, stage steps."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from hlmem.config import Config, load_config
+from hlmem.memory import Memory
+from hlmem.stages.base import Stage
+from hlmem.store import sqlite_module
+
+
+def fast_config(**sections: dict[str, object]) -> Config:
+    """Defaults tuned for tests: short polls and sweeps, environment ignored."""
+    overrides: dict[str, object] = {
+        "pipeline": {"poll_interval_s": 0.02, "drain_poll_s": 0.01, "shutdown_grace_s": 5},
+        "windower": {"sweep_interval_s": 0.02},
+    }
+    for name, values in sections.items():
+        base = overrides.setdefault(name, {})
+        assert isinstance(base, dict)
+        base.update(values)
+    return load_config(env={}, overrides=overrides)
+
+
+def connect_raw(path: Path) -> Any:
+    """A plain DB-API connection to an hlmem file, for assertions.
+
+    It uses the same SQLite module as hlmem (sqlean when installed). Never open the file with a
+    *different* SQLite library in the same process: POSIX locks are per process, so when the
+    other library closes its file descriptor it drops hlmem's locks too, may checkpoint and
+    delete the WAL under hlmem, and writes get lost. Other processes may use any library.
+    """
+    return sqlite_module("auto").connect(str(path), isolation_level=None)
+
+
+def rows(db: Path, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+    conn = connect_raw(db)
+    try:
+        return [tuple(r) for r in conn.execute(sql, params).fetchall()]
+    finally:
+        conn.close()
+
+
+def scalar(db: Path, sql: str, params: Any = ()) -> Any:
+    return rows(db, sql, params)[0][0]
+
+
+async def wait_until(
+    predicate: Callable[[], Any], *, timeout_s: float = 20.0, poll_s: float = 0.01
+) -> None:
+    """Poll ``predicate`` (state in the database file, or set by other tasks) until it holds."""
+    with anyio.fail_after(timeout_s):
+        while not predicate():  # noqa: ASYNC110 - state lives in another connection/process
+            await anyio.sleep(poll_s)
+
+
+async def step(mem: Memory, stage: Stage[Any], limit: int = 1000) -> int:
+    """Claim up to ``limit`` jobs and run them through ``stage`` the way StageRunner does."""
+    jobs = await mem.queue.claim(stage.name, limit)
+    if not jobs:
+        return 0
+    prepared = await stage.prepare(jobs)
+    async with mem.store.transaction() as tx:
+        outputs = await stage.apply(tx, jobs, prepared)
+        await mem.queue.enqueue(tx, outputs)
+        await mem.queue.complete(tx, jobs)
+    return len(jobs)
