@@ -20,14 +20,16 @@ import anyio
 from hlmem.config import Config, env_default, load_config
 from hlmem.errors import HlmemError
 from hlmem.memory import PipelineMode
-from hlmem.pipeline import wait_for_stop_signal
 from hlmem.memory import open as open_memory
+from hlmem.pipeline import wait_for_stop_signal
 from hlmem.store import Store
 
 Handler = Callable[[argparse.Namespace, Config], Awaitable[int]]
 
 
-def _env_opt(parser: argparse.ArgumentParser, flag: str, env: str, help_text: str, **kw: Any) -> None:
+def _env_opt(
+    parser: argparse.ArgumentParser, flag: str, env: str, help_text: str, **kw: Any
+) -> None:
     parser.add_argument(flag, default=env_default(env), help=f"{help_text} [env HLMEM_{env}]", **kw)
 
 
@@ -62,18 +64,22 @@ async def cmd_migrate(args: argparse.Namespace, cfg: Config) -> int:
     return 0
 
 
+def _count_lines(path: Path) -> int:
+    if not path.is_file():
+        raise HlmemError(f"no such file: {path}")
+    with path.open("rb") as lines:
+        return sum(1 for _ in lines)
+
+
 async def cmd_ingest(args: argparse.Namespace, cfg: Config) -> int:
     from tqdm import tqdm
 
     from hlmem.jsonl import ingest_jsonl
 
     path = Path(args.file)
-    if not path.is_file():
-        raise HlmemError(f"no such file: {path}")
+    total = await anyio.to_thread.run_sync(_count_lines, path)
     mode: PipelineMode = "inline" if args.drain else "external"
     async with open_memory(_need_db(args), config=cfg, pipeline=mode) as mem:
-        with path.open("rb") as lines:
-            total = sum(1 for _ in lines)
         with tqdm(total=total, unit="line", disable=args.json or not sys.stderr.isatty()) as bar:
             summary = await ingest_jsonl(mem, path, progress=bar.update)
         if args.drain:
@@ -194,16 +200,22 @@ async def cmd_quickstart(args: argparse.Namespace, cfg: Config) -> int:
 def build_parser() -> argparse.ArgumentParser:
     fmt = argparse.ArgumentDefaultsHelpFormatter
     parser = argparse.ArgumentParser(
-        prog="hlmem", description="Local-first long-term memory for LLM agents.",
-        allow_abbrev=False, formatter_class=fmt,
+        prog="hlmem",
+        description="Local-first long-term memory for LLM agents.",
+        allow_abbrev=False,
+        formatter_class=fmt,
     )
     _env_opt(parser, "--db", "DB", "SQLite database file")
     _env_opt(parser, "--config", "CONFIG", "TOML config file (see config/default.toml)")
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logs on stderr (-vv: debug)")
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="more logs on stderr (-vv: debug)"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help_text, description=help_text, allow_abbrev=False, formatter_class=fmt)
+        p = sub.add_parser(
+            name, help=help_text, description=help_text, allow_abbrev=False, formatter_class=fmt
+        )
         p.add_argument("--json", action="store_true", help="machine-readable output")
         p.set_defaults(handler=handler)
         return p
@@ -211,13 +223,20 @@ def build_parser() -> argparse.ArgumentParser:
     command("init", cmd_init, "create the database file and its schema")
     command("migrate", cmd_migrate, "apply pending schema migrations")
     p = command("ingest", cmd_ingest, "ingest events from a JSONL file (one event per line)")
-    p.add_argument("file", help="JSONL file: session_id, role, content, optional event_id, "
-                   "namespace, occurred_at, origin_class, session_kind, metadata")
-    p.add_argument("--drain", action="store_true", help="run the pipeline here until all is processed")
+    p.add_argument(
+        "file",
+        help="JSONL file: session_id, role, content, optional event_id, "
+        "namespace, occurred_at, origin_class, session_kind, metadata",
+    )
+    p.add_argument(
+        "--drain", action="store_true", help="run the pipeline here until all is processed"
+    )
     p = command("worker", cmd_worker, "run the pipeline on the database (until SIGINT/SIGTERM)")
     p.add_argument("--drain", action="store_true", help="exit once no job is waiting or running")
     p.add_argument("--flush", action="store_true", help="close every open window first")
-    p.add_argument("--settle-s", type=float, default=0.5, help="with --drain: idle time before exiting")
+    p.add_argument(
+        "--settle-s", type=float, default=0.5, help="with --drain: idle time before exiting"
+    )
     p = command("jobs", cmd_jobs, "inspect and re-drive pipeline jobs")
     jobs = p.add_subparsers(dest="jobs_cmd", required=True, metavar="ACTION")
     jl = jobs.add_parser("list", help="list jobs, newest first", formatter_class=fmt)
@@ -227,7 +246,9 @@ def build_parser() -> argparse.ArgumentParser:
     jl.add_argument("--kind", help="only this stage (windower, extractor)")
     jl.add_argument("--limit", type=int, default=50, help="most rows shown")
     jl.add_argument("--json", action="store_true", help="machine-readable output")
-    jr = jobs.add_parser("retry", help="put failed and parked jobs back to todo", formatter_class=fmt)
+    jr = jobs.add_parser(
+        "retry", help="put failed and parked jobs back to todo", formatter_class=fmt
+    )
     jr.add_argument("--kind", help="only this stage")
     jr.add_argument("--id", type=int, help="only this job")
     jr.add_argument("--json", action="store_true", help="machine-readable output")
@@ -239,7 +260,9 @@ def build_parser() -> argparse.ArgumentParser:
     command("stats", cmd_stats, "counts of events, claims, windows and jobs")
     p = command("recall", cmd_recall, "recall claims relevant to a query")
     p.add_argument("query")
-    p.add_argument("--namespace", default=None, help="namespace (default: ingest.default_namespace)")
+    p.add_argument(
+        "--namespace", default=None, help="namespace (default: ingest.default_namespace)"
+    )
     p.add_argument("--k", type=int, default=5, help="how many results")
     command("doctor", cmd_doctor, "check the SQLite module, its version and sqlite-vec")
     command("quickstart", cmd_quickstart, "run a sample conversation through a fresh store")
@@ -250,7 +273,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     level = [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)]
-    logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     try:
         cfg = load_config(args.config)
         return int(anyio.run(args.handler, args, cfg, backend="asyncio"))

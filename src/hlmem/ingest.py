@@ -17,20 +17,24 @@ import asyncio
 import json
 import logging
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import anyio
 from anyio.abc import TaskStatus
+from pydantic import ValidationError
 
 from hlmem.clock import Clock, iso, wall
 from hlmem.config import IngestConfig
 from hlmem.errors import ClosedError, ContentTooLarge, InputError
 from hlmem.messages import DEFAULT_ORIGIN, EventIn, EventsAdded, dumps_metadata
 from hlmem.queue import JobQueue, JobSpec
+from hlmem.store import SyncTx
 from hlmem.text import content_hash, new_id
 
 log = logging.getLogger(__name__)
 
+WINDOWER = "windower"
 EventRow = tuple[str, str, str, str, str, str, str, str, str, str, str]
 
 
@@ -82,7 +86,7 @@ class EventWriter:
             raise InputError(f"metadata is not JSON-serialisable: {exc}") from exc
         if metadata_bytes > self.cfg.max_metadata_bytes:
             raise InputError(f"metadata is over {self.cfg.max_metadata_bytes} bytes")
-        now = self.clock.now()
+        recorded = iso(self.clock.now())
         return (
             event.event_id or new_id("ev"),
             event.namespace or self.cfg.default_namespace,
@@ -90,8 +94,8 @@ class EventWriter:
             event.role.value,
             event.content,
             content_hash(event.content),
-            iso(event.occurred_at or now),
-            iso(now),
+            recorded if event.occurred_at is None else iso(event.occurred_at),
+            recorded,
             (event.origin_class or DEFAULT_ORIGIN[event.role]).value,
             event.session_kind.value,
             metadata,
@@ -115,9 +119,7 @@ class EventWriter:
 
     async def _wait_for_room(self) -> None:
         b = self._backlog
-        if not b.blocked and (
-            b.count < b.high or wall() - b.checked < self.cfg.backlog_refresh_s
-        ):
+        if not b.blocked and (b.count < b.high or wall() - b.checked < self.cfg.backlog_refresh_s):
             return
         async with b.lock:  # one waiter polls the count; the others queue on the lock
             await self._refresh_backlog()
@@ -126,8 +128,11 @@ class EventWriter:
                 await self._refresh_backlog()
 
     async def _refresh_backlog(self) -> None:
+        self._set_backlog(await self.queue.backlog())
+
+    def _set_backlog(self, count: int) -> None:
         b = self._backlog
-        b.count = await self.queue.backlog()
+        b.count = count
         b.checked = wall()
         if b.count >= b.high and not b.blocked:
             log.info("ingest paused", extra={"action": "backpressure_on", "backlog": b.count})
@@ -167,46 +172,54 @@ class EventWriter:
 
     async def _commit_group(self, group: list[_Submission]) -> None:
         try:
-            with anyio.CancelScope(shield=True):
-                results = await self._write([s.rows for s in group])
+            results, backlog = await self.store.run_in_transaction(
+                partial(self._write, [s.rows for s in group], wall())
+            )
         except Exception as exc:
             for sub in group:
                 if not sub.future.done():
                     sub.future.set_exception(exc)
             log.exception("group commit failed", extra={"action": "group_commit_failed"})
             return
+        self.queue.ring({WINDOWER})
+        self._set_backlog(backlog)
         for sub, result in zip(group, results, strict=True):
             if not sub.future.done():
                 sub.future.set_result(result)
         self.committed_batches += 1
-        if wall() - self._backlog.checked >= self.cfg.backlog_refresh_s:
-            await self._refresh_backlog()
 
-    async def _write(self, groups: list[list[EventRow]]) -> list[list[tuple[str, bool]]]:
+    @staticmethod
+    def _write(
+        groups: list[list[EventRow]], now: float, tx: SyncTx
+    ) -> tuple[list[list[tuple[str, bool]]], int]:
+        """The group commit, on the writer thread: events, sessions, one windower job, and the
+        backlog count (read in the same hop, so the committer never stalls on it)."""
         ids = [row[0] for rows in groups for row in rows]
-        async with self.store.transaction() as tx:
-            seen = {r[0] for r in await tx.fetchall("existing_event_ids", (json.dumps(ids),))}
-            new_rows: list[EventRow] = []
-            results = []
-            for rows in groups:
-                out = []
-                for row in rows:
-                    duplicate = row[0] in seen
-                    if not duplicate:
-                        seen.add(row[0])
-                        new_rows.append(row)
-                    out.append((row[0], duplicate))
-                results.append(out)
-            await tx.executemany("insert_event", new_rows)
+        seen = {r[0] for r in tx.fetchall("existing_event_ids", (json.dumps(ids),))}
+        new_rows: list[EventRow] = []
+        results = []
+        for rows in groups:
+            out = []
+            for row in rows:
+                duplicate = row[0] in seen
+                if not duplicate:
+                    seen.add(row[0])
+                    new_rows.append(row)
+                out.append((row[0], duplicate))
+            results.append(out)
+        if new_rows:
+            tx.execute("insert_events_json", (_json_rows(new_rows),))
             sessions = {(r[1], r[2]): (r[1], r[2], r[9], r[7]) for r in new_rows}
-            await tx.executemany("insert_session", list(sessions.values()))
-            if new_rows:
-                # One windower job per group commit: one hop per batch, never per event.
-                payload = EventsAdded(event_ids=tuple(r[0] for r in new_rows))
-                await self.queue.enqueue(
-                    tx, [JobSpec(kind="windower", payload=payload, size=len(new_rows))]
-                )
-        return results
+            tx.execute("insert_sessions_json", (_json_rows(list(sessions.values())),))
+            # One windower job per group commit: one hop per batch, never per event.
+            payload = EventsAdded(event_ids=tuple(r[0] for r in new_rows))
+            spec = JobSpec(kind=WINDOWER, payload=payload, size=len(new_rows))
+            tx.execute("insert_job", spec.row(now))
+        return results, int(tx.fetchall("count_backlog")[0][0])
+
+
+def _json_rows(rows: list[Any]) -> str:
+    return json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
 
 
 def coerce_event(item: EventIn | dict[str, Any]) -> EventIn:
@@ -216,8 +229,6 @@ def coerce_event(item: EventIn | dict[str, Any]) -> EventIn:
     """
     if isinstance(item, EventIn):
         return item
-    from pydantic import ValidationError
-
     try:
         return EventIn.model_validate(item)
     except ValidationError as exc:

@@ -69,7 +69,7 @@ class JobRow(BaseModel):
     payload: dict[str, Any]
 
 
-def open(  # noqa: A001 - the library's entry point reads as hlmem.open(path)
+def open(
     path: str | Path,
     *,
     config: Config | None = None,
@@ -239,7 +239,8 @@ class Memory:
         :raises TimeoutError: not idle within ``timeout_s``.
         """
         with anyio.fail_after(timeout_s):
-            while await self.queue.backlog() > 0:
+            # Polled: the jobs may be done by another process (``hlmem worker``).
+            while await self.queue.backlog() > 0:  # noqa: ASYNC110
                 await anyio.sleep(self.config.pipeline.drain_poll_s)
 
     # --- reads --------------------------------------------------------------------------------
@@ -271,16 +272,27 @@ class Memory:
             )
         return [
             Claim(
-                id=r[0], namespace=r[1], subject=r[2], predicate=r[3], value=r[4], text=r[5],
-                status=ClaimStatus(r[6]), language=r[7], importance=r[8], confidence=r[9],
+                id=r[0],
+                namespace=r[1],
+                subject=r[2],
+                predicate=r[3],
+                value=r[4],
+                text=r[5],
+                status=ClaimStatus(r[6]),
+                language=r[7],
+                importance=r[8],
+                confidence=r[9],
                 valid_from=parse_iso(r[10]) if r[10] else None,
                 valid_to=parse_iso(r[11]) if r[11] else None,
-                recorded_at=parse_iso(r[12]), evidence=tuple(ev.get(r[0], ())),
+                recorded_at=parse_iso(r[12]),
+                evidence=tuple(ev.get(r[0], ())),
             )
             for r in rows
         ]
 
-    async def recall(self, query: str, *, namespace: str | None = None, k: int = 5) -> list[RecallHit]:
+    async def recall(
+        self, query: str, *, namespace: str | None = None, k: int = 5
+    ) -> list[RecallHit]:
         """Active claims ranked by jieba-token overlap with ``query``, then recency.
 
         This is the foundation's keyword recall; the recall issue (#5) replaces it with the
@@ -311,8 +323,14 @@ class Memory:
         )
         return [
             JobRow(
-                id=r[0], kind=r[1], status=r[2], attempts=r[3], last_error=r[5],
-                created_at=r[6], updated_at=r[7], payload=_payload_dict(r[8]),
+                id=r[0],
+                kind=r[1],
+                status=r[2],
+                attempts=r[3],
+                last_error=r[5],
+                created_at=r[6],
+                updated_at=r[7],
+                payload=_payload_dict(r[8]),
             )
             for r in rows
         ]
@@ -325,7 +343,9 @@ class Memory:
         """Delete done jobs last updated more than ``older_than_s`` ago; the number deleted."""
         return await self.queue.purge_done(older_than_s=older_than_s)
 
-    async def run_until_idle(self, *, settle_s: float = 0.0, timeout_s: float | None = None) -> None:
+    async def run_until_idle(
+        self, *, settle_s: float = 0.0, timeout_s: float | None = None
+    ) -> None:
         """Drain, optionally waiting ``settle_s`` of continuous idleness (worker --drain)."""
         with anyio.fail_after(timeout_s):
             idle_since: float | None = None

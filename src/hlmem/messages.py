@@ -239,6 +239,8 @@ class IngestSummary(_Frozen):
 
 def dumps_metadata(metadata: dict[str, Any]) -> str:
     """Compact, canonical JSON; NaN and infinities are refused (they are not JSON)."""
+    if type(metadata) is dict and not metadata:
+        return "{}"  # most events: json.dumps with these options builds an encoder per call
     return json.dumps(
         metadata, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False
     )

@@ -20,7 +20,11 @@ from hlmem.memory import Stats
 from hlmem.memory import open as open_memory
 from hlmem.messages import Claim, IngestSummary, RecallHit
 
-QUERIES = ("我的猫叫什么名字？", "Where does the production database live?", "Acme 合同什么时候到期")
+QUERIES = (
+    "我的猫叫什么名字？",
+    "Where does the production database live?",
+    "Acme 合同什么时候到期",
+)
 
 
 class QuickstartResult(BaseModel):

@@ -16,13 +16,20 @@ import time
 import unicodedata
 from functools import lru_cache
 
-_WS = re.compile(r"\s+")
 # Places a chunk may end, best first: paragraph, sentence end (CJK and Latin), clause, space.
-_BREAKS = (re.compile(r"\n\s*\n"), re.compile(r"[。！？!?.…]+[\"'”’）)]*\s*"), re.compile(r"[，,；;、:：]\s*"), re.compile(r"\s+"))
+_BREAKS = (
+    re.compile(r"\n\s*\n"),
+    re.compile(r"[。！？!?.…]+[\"'”’）)]*\s*"),
+    re.compile(r"[，,；;、:：]\s*"),
+    re.compile(r"\s+"),
+)
 
 
 def normalize(text: str) -> str:
-    return _WS.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+    """NFKC, casefold and single spaces (the NFKC pass only when the text needs it)."""
+    if not text.isascii() and not unicodedata.is_normalized("NFKC", text):
+        text = unicodedata.normalize("NFKC", text)
+    return " ".join(text.casefold().split())
 
 
 def content_hash(text: str) -> str:

@@ -9,6 +9,27 @@ INSERT INTO events (id, namespace, session_id, role, content, content_hash, occu
                     recorded_at, origin_class, session_kind, metadata)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
+-- name: insert_events_json
+-- The group commit: all rows in one JSON array, inserted by one statement. One sqlite3_step
+-- means one release of the GIL for the whole batch instead of one per row, so a busy event
+-- loop cannot stall the writer thread row by row. Array order is kept (seq order).
+INSERT INTO events (id, namespace, session_id, role, content, content_hash, occurred_at,
+                    recorded_at, origin_class, session_kind, metadata)
+SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
+       json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]'),
+       json_extract(value, '$[6]'), json_extract(value, '$[7]'), json_extract(value, '$[8]'),
+       json_extract(value, '$[9]'), json_extract(value, '$[10]')
+FROM json_each(?)
+ORDER BY key;
+
+-- name: insert_sessions_json
+INSERT INTO sessions (namespace, session_id, session_kind, started_at)
+SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
+       json_extract(value, '$[3]')
+FROM json_each(?)
+WHERE true
+ON CONFLICT (namespace, session_id) DO NOTHING;
+
 -- name: insert_session
 INSERT INTO sessions (namespace, session_id, session_kind, started_at)
 VALUES (?, ?, ?, ?)

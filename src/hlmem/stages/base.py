@@ -121,13 +121,17 @@ class StageRunner:
                 continue
             bell = self.queue.bell(self.stage.name)
             try:
-                jobs = [] if await self._downstream_is_full() else await self.queue.claim(
-                    self.stage.name, self.cfg.batch_size
+                jobs = (
+                    []
+                    if await self._downstream_is_full()
+                    else await self.queue.claim(self.stage.name, self.cfg.batch_size)
                 )
             except (Retryable, StoreError) as exc:
                 # A busy or failing database must not stop the pipeline: wait and try again.
                 log.warning(
-                    "claim failed: %s", exc, extra={"action": "claim_failed", "stage": self.stage.name}
+                    "claim failed: %s",
+                    exc,
+                    extra={"action": "claim_failed", "stage": self.stage.name},
                 )
                 jobs = []
             if jobs:
@@ -159,7 +163,8 @@ class StageRunner:
                 # Even recording the failure failed (database busy or broken). Hand the jobs
                 # back if we can; if not, their leases expire and recovery returns them.
                 log.exception(
-                    "job bookkeeping failed", extra={"action": "batch_lost", "stage": self.stage.name}
+                    "job bookkeeping failed",
+                    extra={"action": "batch_lost", "stage": self.stage.name},
                 )
                 with contextlib.suppress(Retryable, StoreError):
                     await self.queue.release(batch)
@@ -198,8 +203,8 @@ class StageRunner:
         if isinstance(exc, Parkable):
             await self.queue.end(job, JobStatus.PARKED, error)
             return
-        decision = None if isinstance(exc, Permanent) else retry_decision(
-            self.cfg, job.attempts, wall()
+        decision = (
+            None if isinstance(exc, Permanent) else retry_decision(self.cfg, job.attempts, wall())
         )
         if decision is None:
             await self.queue.end(job, JobStatus.FAILED, error)
@@ -214,5 +219,7 @@ class StageRunner:
                     outputs = await self.stage.tick(tx, self.clock.now())
                     await self.queue.enqueue(tx, outputs)
             except Exception:
-                log.exception("tick failed", extra={"action": "tick_failed", "stage": self.stage.name})
+                log.exception(
+                    "tick failed", extra={"action": "tick_failed", "stage": self.stage.name}
+                )
             await anyio.sleep(interval)

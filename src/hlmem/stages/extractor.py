@@ -43,9 +43,7 @@ class Extractor(Stage[Extracted]):
         self.extractor_name = extractor_name
 
     async def prepare(self, jobs: list[Job]) -> Extracted:
-        by_window = {
-            j.payload.window_id: j for j in jobs if isinstance(j.payload, WindowClosed)
-        }
+        by_window = {j.payload.window_id: j for j in jobs if isinstance(j.payload, WindowClosed)}
         rows = await self.store.fetchall("window_pieces", (json.dumps(list(by_window)),))
         windows = []
         for window_id, group in groupby(rows, key=lambda r: r[0]):
@@ -57,8 +55,14 @@ class Extractor(Stage[Extracted]):
                     session_id=pieces[0][2],
                     pieces=tuple(
                         WindowPiece(
-                            event_id=r[3], chunk_no=r[4], chunk_count=r[5], start_char=r[6],
-                            end_char=r[7], role=Role(r[8]), occurred_at=parse_iso(r[9]), text=r[10],
+                            event_id=r[3],
+                            chunk_no=r[4],
+                            chunk_count=r[5],
+                            start_char=r[6],
+                            end_char=r[7],
+                            role=Role(r[8]),
+                            occurred_at=parse_iso(r[9]),
+                            text=r[10],
                         )
                         for r in pieces
                     ),
@@ -81,19 +85,32 @@ class Extractor(Stage[Extracted]):
             if window.window_id in done:
                 continue
             occurred = {p.event_id: p.occurred_at for p in window.pieces}
-            extractions.append((window.window_id, self.extractor_name, "", len(drafts), job_id, now))
+            extractions.append(
+                (window.window_id, self.extractor_name, "", len(drafts), job_id, now)
+            )
             for index, draft in enumerate(drafts):
                 chash = content_hash(f"{draft.subject}\x1f{draft.predicate}\x1f{draft.value}")
                 claim_id = derived_id("clm", window.window_id, index, chash)
                 first = draft.evidence[0].event_id
                 claims.append(
                     (
-                        claim_id, window.namespace, draft.subject, draft.predicate, draft.value,
-                        draft.text, json.dumps(list(draft.qualifiers), ensure_ascii=False),
-                        draft.polarity, draft.importance, draft.confidence, draft.language, chash,
+                        claim_id,
+                        window.namespace,
+                        draft.subject,
+                        draft.predicate,
+                        draft.value,
+                        draft.text,
+                        json.dumps(list(draft.qualifiers), ensure_ascii=False),
+                        draft.polarity,
+                        draft.importance,
+                        draft.confidence,
+                        draft.language,
+                        chash,
                         derived_id("slot", window.namespace, draft.subject, draft.predicate),
-                        iso(occurred[first]) if first in occurred else None, now,
-                        self.extractor_name, window.window_id,
+                        iso(occurred[first]) if first in occurred else None,
+                        now,
+                        self.extractor_name,
+                        window.window_id,
                     )
                 )
                 evidence.extend(

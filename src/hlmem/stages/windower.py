@@ -107,7 +107,13 @@ class _Batch:
         await tx.executemany(
             "update_window",
             [
-                (w.item_count, "closed" if w.closed_at else "open", w.closed_at, w.close_reason, w.id)
+                (
+                    w.item_count,
+                    "closed" if w.closed_at else "open",
+                    w.closed_at,
+                    w.close_reason,
+                    w.id,
+                )
                 for w in self.touched
                 if w.stored and w.dirty
             ],
@@ -116,9 +122,15 @@ class _Batch:
             "insert_window",
             [
                 (
-                    w.id, w.namespace, w.session_id, w.key,
+                    w.id,
+                    w.namespace,
+                    w.session_id,
+                    w.key,
                     "closed" if w.closed_at else "open",
-                    w.opened_at, w.closed_at, w.close_reason, w.item_count,
+                    w.opened_at,
+                    w.closed_at,
+                    w.close_reason,
+                    w.item_count,
                 )
                 for w in self.touched
                 if not w.stored
@@ -128,7 +140,9 @@ class _Batch:
         return [
             JobSpec(
                 kind="extractor",
-                payload=WindowClosed(window_id=w.id, namespace=w.namespace, session_id=w.session_id),
+                payload=WindowClosed(
+                    window_id=w.id, namespace=w.namespace, session_id=w.session_id
+                ),
                 dedup_key=f"extract:{w.id}",
                 namespace=w.namespace,
             )
@@ -177,7 +191,9 @@ class Windower(Stage[None]):
                     if row is None:  # forgotten before it was windowed
                         continue
                     text = contents.get(event_id)
-                    spans = [(0, row[4])] if text is None else chunk_spans(text, self.cfg.chunk_chars)
+                    spans = (
+                        [(0, row[4])] if text is None else chunk_spans(text, self.cfg.chunk_chars)
+                    )
                     for no, (start, end) in enumerate(spans):
                         if (event_id, no) not in placed:
                             batch.add(
