@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,29 @@ def rows(db: Path, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
 
 def scalar(db: Path, sql: str, params: Any = ()) -> Any:
     return rows(db, sql, params)[0][0]
+
+
+def count(db: Path, table: str) -> int:
+    return int(scalar(db, f"SELECT count(*) FROM {table}"))
+
+
+def windower_event_ids(db: Path) -> list[str]:
+    """Every event id named by a windower job, in job order."""
+    ids: list[str] = []
+    for (payload,) in rows(db, "SELECT payload FROM jobs WHERE kind = 'windower' ORDER BY id"):
+        data = json.loads(payload)
+        if data["kind"] == "events_added":
+            ids.extend(data["event_ids"])
+    return ids
+
+
+def assert_consistent(db: Path) -> None:
+    """Whole events only: every event has exactly one windower job naming it, and no windower
+    job names an event that is not stored."""
+    stored = {r[0] for r in rows(db, "SELECT id FROM events")}
+    referenced = windower_event_ids(db)
+    assert len(referenced) == len(set(referenced)), "an event is in two windower jobs"
+    assert set(referenced) == stored
 
 
 async def wait_until(

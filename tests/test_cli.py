@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import rows, scalar
+from helpers import assert_consistent, count, rows
 
 TIMEOUT_S = 120
 TEN_MB = 10 * 1024 * 1024
@@ -56,27 +56,6 @@ def hlmem(
 def ok_json(proc: subprocess.CompletedProcess[str]) -> Any:
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
-
-
-def count(db: Path, table: str) -> int:
-    return int(scalar(db, f"SELECT count(*) FROM {table}"))
-
-
-def windower_event_ids(db: Path) -> list[str]:
-    ids: list[str] = []
-    for (payload,) in rows(db, "SELECT payload FROM jobs WHERE kind = 'windower'"):
-        data = json.loads(payload)
-        if data["kind"] == "events_added":
-            ids.extend(data["event_ids"])
-    return ids
-
-
-def assert_consistent(db: Path) -> None:
-    """Whole events only: every event has its windower job, every job names stored events."""
-    stored = {r[0] for r in rows(db, "SELECT id FROM events")}
-    referenced = windower_event_ids(db)
-    assert len(referenced) == len(set(referenced))
-    assert set(referenced) == stored
 
 
 def jsonl(path: Path, items: list[dict[str, Any] | bytes]) -> Path:

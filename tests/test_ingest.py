@@ -7,7 +7,6 @@ plain ``sqlite3`` connection: what the database holds is the truth, not what the
 from __future__ import annotations
 
 import asyncio
-import json
 import sqlite3
 from contextlib import closing
 from datetime import datetime, timezone
@@ -15,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import rows, scalar
+from helpers import assert_consistent, count, rows, windower_event_ids
 
 import hlmem
 from hlmem.config import Config
@@ -26,27 +25,6 @@ TEN_MB = 10 * 1024 * 1024
 
 
 # --- helpers ----------------------------------------------------------------------------------
-
-
-def count(db: Path, table: str) -> int:
-    return int(scalar(db, f"SELECT count(*) FROM {table}"))
-
-
-def windower_payload_ids(db: Path) -> list[str]:
-    ids: list[str] = []
-    for (payload,) in rows(db, "SELECT payload FROM jobs WHERE kind = 'windower'"):
-        data = json.loads(payload)
-        if data["kind"] == "events_added":
-            ids.extend(data["event_ids"])
-    return ids
-
-
-def assert_consistent(db: Path) -> None:
-    """No event without its windower job; no windower job naming an event that is not stored."""
-    stored = {r[0] for r in rows(db, "SELECT id FROM events")}
-    referenced = windower_payload_ids(db)
-    assert len(referenced) == len(set(referenced)), "an event is in two windower jobs"
-    assert set(referenced) == stored
 
 
 def assert_empty(db: Path) -> None:
@@ -90,7 +68,7 @@ async def test_explicit_event_id_twice_returns_it_and_stores_one_event(
         ("x", "s-1", "记住：我的猫叫小白")
     ]
     # the duplicates enqueued no work and created no session
-    assert windower_payload_ids(db_path) == ["x"]
+    assert windower_event_ids(db_path) == ["x"]
     assert count(db_path, "jobs") == 1
     assert count(db_path, "sessions") == 1
 
@@ -131,7 +109,7 @@ async def test_concurrent_add_event_with_the_same_id_stores_it_once(
         )
     assert set(results) == {"same"}
     assert count(db_path, "events") == 1
-    assert windower_payload_ids(db_path) == ["same"]
+    assert windower_event_ids(db_path) == ["same"]
 
 
 async def test_concurrent_add_event_group_commits_every_event_with_its_job(
