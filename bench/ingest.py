@@ -15,7 +15,10 @@ Progress goes to stderr. What is measured (see bench/README.md for the method):
    as soon as the previous one is acknowledged) and, for 1,000 sessions, open loop at an offered
    10,000 events/s (latency from the *scheduled* send time, so a stalled writer cannot hide
    behind a slowed-down load generator); and the 1,000-session closed loop with
-   ``pipeline="inline"``.
+   ``pipeline="inline"``. The closed and open loops run twice: with ``ingest.writer = "thread"``
+   (group commit on aiosqlite's writer thread, the default) and ``"process"`` (group commit in
+   a writer child process, hlmem.writer_process); the ack targets are judged on the better
+   mode, which the targets table names, and both modes' figures are printed.
 2. the ceiling: the very rows of the 1,000-session run, inserted with a plain batched
    ``executemany`` (same schema, same statement, same SQLite module, WAL + synchronous=NORMAL)
    into a fresh file, in batches of the run's mean group-commit size; and ack rate / ceiling.
@@ -62,6 +65,9 @@ TARGET_CEILING_FRACTION = 0.10  # ack rate / plain executemany ceiling
 TARGET_E2E_RATE = 2_000.0  # events/s through the whole pipeline
 
 SCENARIO_TIMEOUT_S = 600.0  # a scenario that runs longer is reported as an error, never a hang
+# --gc-freeze: gc.freeze() before each ack scenario's measured part, so that a full (gen 2)
+# collection does not walk the objects of earlier scenarios. Off by default; in meta.gc_freeze.
+GC_FREEZE = False
 # With pipeline="external" and no worker, every acknowledged event stays in the backlog; the
 # ack scenarios raise the backpressure mark above their event counts so that it never engages
 # (section 4 measures backpressure on its own). Recorded in the JSON as meta.ack_config.
@@ -117,24 +123,79 @@ def latency_summary(seconds: list[float]) -> dict[str, float]:
     }
 
 
+def pid_cpu_s(pid: int | None) -> float | None:
+    """CPU seconds (user + system) used so far by process ``pid``, from /proc/PID/stat."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
 class CpuMeter:
-    """Main-thread and whole-process CPU utilisation (CPU seconds per wall second)."""
+    """Main-thread and whole-process CPU utilisation (CPU seconds per wall second); with
+    ``child_pid``, also the ingest writer child's (``ingest.writer = "process"``), which
+    ``process_time`` cannot see."""
+
+    def __init__(self, child_pid: int | None = None) -> None:
+        self.child_pid = child_pid
+        self.child: float | None = None
 
     def __enter__(self) -> CpuMeter:
         self.w0, self.t0, self.p0 = time.perf_counter(), time.thread_time(), time.process_time()
+        self.c0 = pid_cpu_s(self.child_pid)
         return self
 
     def __exit__(self, *exc: object) -> None:
         wall = self.wall = time.perf_counter() - self.w0
         self.main = (time.thread_time() - self.t0) / wall if wall else float("nan")
         self.process = (time.process_time() - self.p0) / wall if wall else float("nan")
+        c1 = pid_cpu_s(self.child_pid)
+        if self.c0 is not None and c1 is not None and wall:
+            self.child = (c1 - self.c0) / wall
 
     def as_dict(self, events: int | None = None) -> dict[str, float]:
         out = {"cpu_main_thread": round(self.main, 3), "cpu_process": round(self.process, 3)}
+        if self.child is not None:
+            out["cpu_writer_child"] = round(self.child, 3)
         if events:
             out["main_thread_cpu_us_per_event"] = round(self.main * self.wall / events * 1e6, 1)
             out["process_cpu_us_per_event"] = round(self.process * self.wall / events * 1e6, 1)
+            if self.child is not None:
+                out["writer_child_cpu_us_per_event"] = round(
+                    self.child * self.wall / events * 1e6, 1
+                )
         return out
+
+
+class GcMeter:
+    """Pauses of the cyclic garbage collector in this process (``gc.callbacks``): a full
+    collection stops the event loop, and at 10,000 events/s every millisecond queues 10."""
+
+    def __enter__(self) -> GcMeter:
+        self.pauses: list[tuple[int, float]] = []
+        self._t0 = 0.0
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._callback)
+
+    def _callback(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._t0 = time.perf_counter()
+        else:
+            self.pauses.append((int(info["generation"]), time.perf_counter() - self._t0))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "gc_collections": len(self.pauses),
+            "gc_gen2_collections": sum(1 for g, _ in self.pauses if g == 2),
+            "gc_max_pause_ms": round(max((d for _, d in self.pauses), default=0.0) * 1000, 2),
+        }
 
 
 def git_state() -> dict[str, Any]:
@@ -242,6 +303,12 @@ def committed_batches(mem: hlmem.Memory) -> int | None:
     return getattr(writer, "committed_batches", None)
 
 
+def writer_child_pid(mem: hlmem.Memory) -> int | None:
+    """The pid of the ingest writer child (``ingest.writer = "process"``), else None."""
+    child = getattr(getattr(mem, "_writer", None), "writer_process", None)
+    return getattr(child, "pid", None)
+
+
 async def closed_loop(
     mem: hlmem.Memory, pool: ContentPool, sessions: int, per_session: int, prefix: str
 ) -> dict[str, Any]:
@@ -258,7 +325,7 @@ async def closed_loop(
             latencies.append(clock() - t)
 
     b0 = committed_batches(mem)
-    with CpuMeter() as cpu:
+    with CpuMeter(writer_child_pid(mem)) as cpu:
         start = clock()
         await asyncio.gather(*(session(i) for i in range(sessions)))
         elapsed = clock() - start
@@ -317,7 +384,7 @@ async def open_loop(
             last_ack[0] = max(last_ack[0], done)
 
     b0 = committed_batches(mem)
-    with CpuMeter() as cpu:
+    with CpuMeter(writer_child_pid(mem)) as cpu:
         await asyncio.gather(*(session(i) for i in range(sessions)))
     b1 = committed_batches(mem)
     n = len(latencies)
@@ -363,11 +430,19 @@ async def scenario(
     load = loadavg()
     async with hlmem.open(path, config=cfg, pipeline=pipeline) as mem:  # type: ignore[arg-type]
         await warm_up(mem, pool, warmup_sessions, name)
+        if GC_FREEZE:
+            gc.collect()
+            gc.freeze()
         try:
-            result = await asyncio.wait_for(body(mem), timeout=SCENARIO_TIMEOUT_S)
+            with GcMeter() as gcm:
+                result = await asyncio.wait_for(body(mem), timeout=SCENARIO_TIMEOUT_S)
         except TimeoutError:
             msg = f"scenario {name} did not finish in {SCENARIO_TIMEOUT_S} s"
             raise RuntimeError(msg) from None
+        finally:
+            if GC_FREEZE:
+                gc.unfreeze()
+        result.update(gcm.as_dict())
         result["driver"] = mem.store.caps.driver
     result["file"] = path.name
     result["loadavg_1m_before"] = load
@@ -379,14 +454,22 @@ async def scenario(
 # --- 1. ack rate and latency ---------------------------------------------------------------
 
 
-async def bench_acks(
-    args: argparse.Namespace, workdir: Path, pool: ContentPool, cfg: hlmem.Config, module: Any
+async def bench_ack_loops(
+    args: argparse.Namespace,
+    workdir: Path,
+    pool: ContentPool,
+    cfg: hlmem.Config,
+    module: Any,
+    tag: str,
 ) -> dict[str, Any]:
+    """Closed loops with 1/100/1000 sessions and the open loop(s) with 1000, on
+    ``pipeline="external"``, with ``cfg``'s ``ingest.writer``; file names start with ``tag``."""
+    writer = cfg.ingest.writer
     closed: dict[str, Any] = {}
     for sessions, total in ((1, args.events_1), (100, args.events_100), (1000, args.events_1000)):
         runs = []
         for rep in range(args.repeat):
-            name, per_session = f"closed-{sessions}-r{rep}", max(1, total // sessions)
+            name, per_session = f"{tag}closed-{sessions}-r{rep}", max(1, total // sessions)
 
             async def body(
                 mem: hlmem.Memory, s: int = sessions, p: int = per_session, nm: str = name
@@ -396,8 +479,8 @@ async def bench_acks(
             r = await scenario(workdir, name, cfg, "external", module, body, sessions, pool)
             runs.append(r)
             log(
-                f"closed loop {sessions:>5} sessions: {r['ack_rate']:>9.0f} ev/s  "
-                f"p50 {r['p50_ms']:.2f} ms  p99 {r['p99_ms']:.2f} ms"
+                f"writer={writer:<7} closed loop {sessions:>5} sessions: "
+                f"{r['ack_rate']:>9.0f} ev/s  p50 {r['p50_ms']:.2f} ms  p99 {r['p99_ms']:.2f} ms"
             )
         closed[str(sessions)] = pick_median(runs)
 
@@ -405,7 +488,7 @@ async def bench_acks(
     for rate in args.open_rates:
         runs = []
         for rep in range(args.repeat):
-            name = f"open-{int(rate)}-r{rep}"
+            name = f"{tag}open-{int(rate)}-r{rep}"
 
             async def body(mem: hlmem.Memory, rt: float = rate, nm: str = name) -> dict[str, Any]:
                 return await open_loop(mem, pool, 1000, rt, args.open_seconds, nm)
@@ -413,10 +496,23 @@ async def bench_acks(
             r = await scenario(workdir, name, cfg, "external", module, body, 1000, pool)
             runs.append(r)
             log(
-                f"open loop {rate:>7.0f} ev/s offered: {r['achieved_rate']:>9.0f} ev/s  "
-                f"p50 {r['p50_ms']:.2f} ms  p99 {r['p99_ms']:.2f} ms"
+                f"writer={writer:<7} open loop {rate:>7.0f} ev/s offered: "
+                f"{r['achieved_rate']:>9.0f} ev/s  p50 {r['p50_ms']:.2f} ms  "
+                f"p99 {r['p99_ms']:.2f} ms"
             )
         open_runs[str(int(rate))] = pick_median(runs, key="p99_ms")
+    return {"writer": writer, "closed_loop": closed, "open_loop": open_runs}
+
+
+async def bench_acks(
+    args: argparse.Namespace, workdir: Path, pool: ContentPool, cfg: hlmem.Config, module: Any
+) -> dict[str, Any]:
+    """Thread-mode loops (top-level keys, as before), the inline-pipeline closed loop, and the
+    same loops with ``ingest.writer = "process"`` under ``"process"``."""
+    thread_cfg = cfg.model_copy(
+        update={"ingest": cfg.ingest.model_copy(update={"writer": "thread"})}
+    )
+    out = await bench_ack_loops(args, workdir, pool, thread_cfg, module, "")
 
     runs = []
     for rep in range(args.repeat):
@@ -425,14 +521,19 @@ async def bench_acks(
         async def body(mem: hlmem.Memory, nm: str = name, p: int = per_session) -> dict[str, Any]:
             return await closed_loop(mem, pool, 1000, p, nm)
 
-        r = await scenario(workdir, name, cfg, "inline", module, body, 1000, pool)
+        r = await scenario(workdir, name, thread_cfg, "inline", module, body, 1000, pool)
         runs.append(r)
         log(
-            f"closed loop  1000 sessions inline: {r['ack_rate']:>9.0f} ev/s  "
+            f"writer=thread  closed loop  1000 sessions inline: {r['ack_rate']:>9.0f} ev/s  "
             f"p50 {r['p50_ms']:.2f} ms  p99 {r['p99_ms']:.2f} ms"
         )
-    inline = pick_median(runs)
-    return {"closed_loop": closed, "open_loop": open_runs, "closed_loop_inline_1000": inline}
+    out["closed_loop_inline_1000"] = pick_median(runs)
+
+    process_cfg = cfg.model_copy(
+        update={"ingest": cfg.ingest.model_copy(update={"writer": "process"})}
+    )
+    out["process"] = await bench_ack_loops(args, workdir, pool, process_cfg, module, "proc-")
+    return out
 
 
 async def profile_acks(
@@ -819,26 +920,42 @@ def report(res: dict[str, Any]) -> str:
             f"{r['p50_ms']:.2f}",
             f"{r['p99_ms']:.2f}",
             r.get("mean_group_rows", "-"),
+            r.get("gc_max_pause_ms", "-"),
             f"{r['cpu_main_thread']:.2f}",
             f"{r.get('main_thread_cpu_us_per_event', '-')}/"
-            f"{r.get('process_cpu_us_per_event', '-')}",
+            f"{r.get('process_cpu_us_per_event', '-')}"
+            + (
+                f" +child {r['writer_child_cpu_us_per_event']}"
+                if "writer_child_cpu_us_per_event" in r
+                else ""
+            ),
         ]
 
-    rows = [
-        row(f"closed loop, external, {s} session(s)", r, "ack_rate")
-        for s, r in acks["closed_loop"].items()
-    ]
-    rows += [
-        row(f"open loop {rate}/s offered, external, 1000 sessions", r, "achieved_rate")
-        for rate, r in acks["open_loop"].items()
-    ]
-    rows.append(
-        row(
-            "closed loop, inline pipeline, 1000 sessions",
-            acks["closed_loop_inline_1000"],
-            "ack_rate",
-        )
-    )
+    rows = []
+    for mode in ("thread", "process"):
+        loops = mode_loops(acks, mode)
+        if loops is None:
+            continue
+        rows += [
+            row(f"writer={mode}: closed loop, external, {s} session(s)", r, "ack_rate")
+            for s, r in loops["closed_loop"].items()
+        ]
+        rows += [
+            row(
+                f"writer={mode}: open loop {rate}/s offered, external, 1000 sessions",
+                r,
+                "achieved_rate",
+            )
+            for rate, r in loops["open_loop"].items()
+        ]
+        if mode == "thread":
+            rows.append(
+                row(
+                    "writer=thread: closed loop, inline pipeline, 1000 sessions",
+                    acks["closed_loop_inline_1000"],
+                    "ack_rate",
+                )
+            )
     parts.append(
         "1. acknowledged events (add_event returns after commit)\n"
         + table(
@@ -850,6 +967,7 @@ def report(res: dict[str, Any]) -> str:
                 "p50 ms",
                 "p99 ms",
                 "rows/commit",
+                "max GC pause ms",
                 "main-thread CPU",
                 "CPU us/event main/process",
             ],
@@ -867,8 +985,9 @@ def report(res: dict[str, Any]) -> str:
         f"journal_mode={c['journal_mode']}, synchronous={c['synchronous']}, "
         f"{c['rows']} rows in batches of {c['batch_rows']}: {c['rows_per_s']:.0f} rows/s "
         f"(rounds {c['rounds']})\n"
-        f"   closed-loop 1000-session ack rate / ceiling = {res['ratio_closed_1000']:.1%}; "
-        f"open-loop achieved / ceiling = {res['ratio_open_1000']:.1%}"
+        f"   writer=thread: closed-loop 1000-session ack rate / ceiling = "
+        f"{res['ratio_closed_1000']:.1%}; open-loop achieved / ceiling = "
+        f"{res['ratio_open_1000']:.1%}"
     )
     e = res["e2e"]
     parts.append(
@@ -901,48 +1020,85 @@ def report(res: dict[str, Any]) -> str:
     parts.append("targets\n" + table(rows, ["target", "goal", "measured", "result"]))
     m = res["meta"]
     parts.append(
-        f"meta: {m['mode']} mode, {m['cpus']} CPUs, Python {m['python']}, {m['driver']} "
+        f"meta: {m['mode']} mode{', gc frozen per scenario' if m.get('gc_freeze') else ''}, "
+        f"{m['cpus']} CPUs, Python {m['python']}, {m['driver']} "
         f"{m['sqlite_version']}, load average (1 min) {m['loadavg_start']} -> "
         f"{m['loadavg_end']}, total {m['total_seconds']:.1f} s"
     )
     return "\n\n".join(parts)
 
 
+def mode_loops(acks: dict[str, Any], mode: str) -> dict[str, Any] | None:
+    """The closed/open loop results of one ingest writer mode (thread mode: top-level keys)."""
+    if mode == "thread":
+        return {"closed_loop": acks["closed_loop"], "open_loop": acks["open_loop"]}
+    return acks.get(mode)
+
+
+def best_mode(acks: dict[str, Any], pick: Callable[[str, dict[str, Any]], Any]) -> list[str]:
+    """Writer modes with results, best first by ``pick(mode, loops)`` (higher is better)."""
+    modes = [m for m in ("thread", "process") if mode_loops(acks, m) is not None]
+    return sorted(modes, key=lambda m: pick(m, mode_loops(acks, m) or {}), reverse=True)
+
+
 def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
-    closed = res["acks"]["closed_loop"]["1000"]
-    open_ = res["acks"]["open_loop"].get("10000")
+    """PASS/FAIL per target. The ack targets are judged on the best ingest writer mode (named
+    in the row); every mode's figure is printed beside it."""
+    acks = res["acks"]
+
+    def closed(mode: str) -> dict[str, Any]:
+        return (mode_loops(acks, mode) or {})["closed_loop"]["1000"]
+
+    def open10k(mode: str) -> dict[str, Any] | None:
+        result: dict[str, Any] | None = (mode_loops(acks, mode) or {})["open_loop"].get("10000")
+        return result
+
+    by_rate = best_mode(acks, lambda m, _: closed(m)["ack_rate"])
+    best_c = by_rate[0]
     out = [
         {
-            "name": "ack rate, 1000 sessions, closed loop (capacity)",
+            "name": f"ack rate, 1000 sessions, closed loop (capacity; best: writer={best_c})",
             "target": f">= {TARGET_ACK_RATE:.0f} ev/s",
-            "measured": f"{closed['ack_rate']:.0f} ev/s",
-            "pass": closed["ack_rate"] >= TARGET_ACK_RATE,
+            "measured": "; ".join(f"{m} {closed(m)['ack_rate']:.0f} ev/s" for m in by_rate),
+            "pass": closed(best_c)["ack_rate"] >= TARGET_ACK_RATE,
         },
     ]
-    if open_ is not None:
+    with_open = [m for m in by_rate if open10k(m) is not None]
+    if with_open:
+        # best = lowest p99 among the modes that sustained the offered rate (else lowest p99)
+        def open_key(m: str) -> tuple[bool, float]:
+            r = open10k(m) or {}
+            return (r["achieved_rate"] >= 0.99 * TARGET_ACK_RATE, -r["p99_ms"])
+
+        ranked = sorted(with_open, key=open_key, reverse=True)
+        best_o, best = ranked[0], open10k(ranked[0]) or {}
         out += [
             {
-                "name": "ack rate, 1000 sessions, open loop at 10000/s offered",
+                "name": "ack rate, 1000 sessions, open loop at 10000/s offered "
+                f"(best: writer={best_o})",
                 "target": f">= {0.99 * TARGET_ACK_RATE:.0f} ev/s (99% of offered)",
-                "measured": f"{open_['achieved_rate']:.0f} ev/s",
-                "pass": open_["achieved_rate"] >= 0.99 * TARGET_ACK_RATE,
+                "measured": "; ".join(
+                    f"{m} {(open10k(m) or {})['achieved_rate']:.0f} ev/s" for m in ranked
+                ),
+                "pass": best["achieved_rate"] >= 0.99 * TARGET_ACK_RATE,
             },
             {
-                "name": "ack p99, 1000 sessions, open loop at 10000/s offered",
+                "name": f"ack p99, 1000 sessions, open loop at 10000/s offered "
+                f"(best: writer={best_o})",
                 "target": f"<= {TARGET_ACK_P99_MS:.0f} ms",
-                "measured": f"{open_['p99_ms']:.1f} ms",
-                "pass": open_["p99_ms"] <= TARGET_ACK_P99_MS,
+                "measured": "; ".join(f"{m} {(open10k(m) or {})['p99_ms']:.1f} ms" for m in ranked),
+                "pass": best["p99_ms"] <= TARGET_ACK_P99_MS,
             },
         ]
     out += [
         {
-            "name": "ack p99, 1000 sessions, closed loop (Little: ~1000/rate)",
+            "name": f"ack p99, 1000 sessions, closed loop (Little: ~1000/rate; writer={best_c})",
             "target": f"<= {TARGET_ACK_P99_MS:.0f} ms",
-            "measured": f"{closed['p99_ms']:.1f} ms",
-            "pass": closed["p99_ms"] <= TARGET_ACK_P99_MS,
+            "measured": "; ".join(f"{m} {closed(m)['p99_ms']:.1f} ms" for m in by_rate),
+            "pass": closed(best_c)["p99_ms"] <= TARGET_ACK_P99_MS,
         },
         {
-            "name": "ack rate / executemany ceiling (closed loop, 1000 sessions)",
+            "name": "ack rate / executemany ceiling (closed loop, 1000 sessions, writer=thread)",
             "target": f">= {TARGET_CEILING_FRACTION:.0%}",
             "measured": f"{res['ratio_closed_1000']:.1%}",
             "pass": res["ratio_closed_1000"] >= TARGET_CEILING_FRACTION,
@@ -1004,6 +1160,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--keep", action="store_true", help="keep the database files")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument(
+        "--gc-freeze",
+        action="store_true",
+        help="gc.freeze() before each ack scenario's measured part (full collections then skip "
+        "the objects of earlier scenarios); the default measures with the collector as is",
+    )
+    p.add_argument(
         "--rss-flat-mb",
         type=float,
         default=5.0,
@@ -1056,6 +1218,7 @@ async def main_async(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         "content_mean_chars": round(pool.mean_chars, 1),
         "repeat": args.repeat,
         "rss_flat_mb": args.rss_flat_mb,
+        "gc_freeze": args.gc_freeze,
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     log(
@@ -1084,7 +1247,8 @@ async def main_async(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                 "backlog_low_water_jobs",
                 "backlog_refresh_s",
             )
-        }
+        },
+        "ingest_writers": ["thread", "process"],
     }
     acks = await bench_acks(args, workdir, pool, ack_cfg, module)
     if args.profile is not None:
@@ -1117,7 +1281,9 @@ async def main_async(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global GC_FREEZE
     args = parse_args(argv)
+    GC_FREEZE = args.gc_freeze
     if args.workdir is not None:
         args.workdir.mkdir(parents=True, exist_ok=True)
         workdir = Path(tempfile.mkdtemp(prefix="hlmem-bench-", dir=args.workdir))

@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 from helpers import assert_consistent, count, rows
 
+from hlmem.store import migrations
+
 TIMEOUT_S = 120
 TEN_MB = 10 * 1024 * 1024
 
@@ -97,9 +99,10 @@ def test_init_creates_the_schema_and_migrate_is_idempotent(tmp_path: Path) -> No
     triggers = {r[0] for r in rows(db, "SELECT name FROM sqlite_master WHERE type = 'trigger'")}
     assert {"events_no_update", "events_delete_needs_tombstone"} <= triggers
 
-    assert ok_json(hlmem("--db", db, "migrate", "--json", cwd=tmp_path)) == {"applied": [1]}
+    versions = [v for v, _, _ in migrations()]
+    assert ok_json(hlmem("--db", db, "migrate", "--json", cwd=tmp_path)) == {"applied": versions}
     assert ok_json(hlmem("--db", db, "init", "--json", cwd=tmp_path))["db"] == str(db)
-    assert rows(db, "SELECT version FROM schema_migrations") == [(1,)]
+    assert rows(db, "SELECT version FROM schema_migrations ORDER BY 1") == [(v,) for v in versions]
 
 
 def test_db_from_the_environment(tmp_path: Path) -> None:

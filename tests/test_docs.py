@@ -149,7 +149,7 @@ def model_leaves(model: BaseModel, prefix: tuple[str, ...] = ()) -> set[tuple[st
 def toml_leaves(data: dict[str, Any], prefix: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
     out: set[tuple[str, ...]] = set()
     for key, value in data.items():
-        if isinstance(value, dict):
+        if isinstance(value, dict) and value:  # an empty table is a leaf: a dict field's default
             out |= toml_leaves(value, (*prefix, key))
         else:
             out.add((*prefix, key))

@@ -151,6 +151,19 @@ async def cmd_recall(args: argparse.Namespace, cfg: Config) -> int:
     return 0
 
 
+async def cmd_ops(args: argparse.Namespace, cfg: Config) -> int:
+    from hlmem.ops import ops_report, parse_since, render
+
+    since = parse_since(args.since)
+    store = await Store.open(_need_db(args), cfg.store)
+    try:
+        report = await ops_report(store, cfg, since=since)
+    finally:
+        await store.close()
+    _out(args, report.model_dump(mode="json"), render(report))
+    return 0
+
+
 async def cmd_doctor(args: argparse.Namespace, cfg: Config) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         store = await Store.open(Path(tmp) / "doctor.db", cfg.store)
@@ -192,6 +205,61 @@ async def cmd_quickstart(args: argparse.Namespace, cfg: Config) -> int:
         if not hits:
             print("  (nothing)")
     return 0
+
+
+async def cmd_sim_provider(args: argparse.Namespace, cfg: Config) -> int:
+    from anyio.lowlevel import checkpoint
+    from pydantic import ValidationError
+
+    from hlmem.errors import ConfigError
+    from hlmem.sim_provider import SimProvider, SimSettings
+
+    try:
+        fields = {k: v for k, v in vars(args).items() if k in SimSettings.model_fields}
+        settings = SimSettings(**fields)
+    except ValidationError as exc:
+        raise ConfigError(f"sim-provider: {exc}") from None
+    provider = SimProvider(args.host, args.port, settings).start()
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(wait_for_stop_signal)
+            await checkpoint()  # let it install its handlers before the URL is announced
+            print(f"sim-provider listening on {provider.base_url}", flush=True)
+    finally:
+        await anyio.to_thread.run_sync(provider.stop)
+    stats = provider.stats()
+    text = f"sim-provider stopped: {stats.requests} requests, {stats.ok} ok"
+    _out(args, stats.model_dump(), text)
+    return 0
+
+
+def _add_sim_provider(sub: argparse.ArgumentParser) -> None:
+    def opt(flag: str, kind: type, default: object, help_text: str, **kw: Any) -> None:
+        env = "SIM_" + flag.lstrip("-").replace("-", "_").upper()
+        value = env_default(env)
+        sub.add_argument(
+            flag,
+            type=kind,
+            default=default if value is None else value,
+            help=f"{help_text} [env HLMEM_{env}]",
+            **kw,
+        )
+
+    opt("--host", str, "127.0.0.1", "address to bind")
+    opt("--port", int, 8089, "port to bind (0: any free port)")
+    opt("--latency-ms", float, 0.0, "latency added to every admitted request")
+    opt("--jitter-ms", float, 0.0, "latency varies uniformly by up to this much either way")
+    opt("--rpm", int, None, "requests admitted per window (None: unlimited)")
+    opt("--tpm", int, None, "prompt + max_tokens admitted per window (None: unlimited)")
+    opt("--window-s", float, 60.0, "the sliding window of --rpm and --tpm")
+    opt("--error-rate", float, 0.0, "fraction of admitted requests answered with --error-status")
+    opt("--error-status", int, 500, "status of injected errors", choices=[429, 500, 503])
+    opt("--retry-after", float, None, "Retry-After of injected errors, s", dest="retry_after_s")
+    opt("--garbage-rate", float, 0.0, "fraction of admitted requests answered with malformed JSON")
+    opt("--seed", int, 0, "seed of the injected errors, garbage and jitter")
+    opt("--price-in", float, None, "price per 1k prompt tokens (only echoed in /stats)")
+    opt("--price-out", float, None, "price per 1k completion tokens (only echoed in /stats)")
+    opt("--require-key", str, None, "answer 401 unless 'Authorization: Bearer KEY' is sent")
 
 
 # --- parser -----------------------------------------------------------------------------------
@@ -264,8 +332,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--namespace", default=None, help="namespace (default: ingest.default_namespace)"
     )
     p.add_argument("--k", type=int, default=5, help="how many results")
+    p = command("ops", cmd_ops, "operations: model-call costs, latency and queue health")
+    ops = p.add_subparsers(dest="ops_cmd", required=True, metavar="ACTION")
+    orep = ops.add_parser(
+        "report",
+        help="provider calls, tokens, cost, latency, failures and 429s by stage, provider and "
+        "model; job-queue health; cost per event and per claim",
+        formatter_class=fmt,
+    )
+    orep.add_argument("--since", default="24h", help="window: 30m, 24h, 7d, ...")
+    orep.add_argument("--json", action="store_true", help="machine-readable output")
     command("doctor", cmd_doctor, "check the SQLite module, its version and sqlite-vec")
     command("quickstart", cmd_quickstart, "run a sample conversation through a fresh store")
+    _add_sim_provider(
+        command("sim-provider", cmd_sim_provider, "serve a simulated OpenAI-compatible provider")
+    )
     return parser
 
 

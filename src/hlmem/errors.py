@@ -12,9 +12,18 @@ Errors are grouped by what the caller does next::
     ├── Retryable                try again later (the job runner retries these with backoff)
     │   ├── StoreBusy            the database stayed locked past busy_timeout
     │   └── LeaseLost            another worker took a job whose lease expired
+    ├── ProviderError            a model provider call failed (never holds an API key)
+    │   ├── ProviderUnavailable  Retryable: 5xx or connection failure
+    │   │   └── CircuitOpen      Retryable: the provider is paused after repeated failures
+    │   ├── RateLimited          Retryable: 429 from the provider (retry_after_s)
+    │   ├── ProviderTimeout      Retryable: no answer within the provider's timeout_s
+    │   ├── BadProviderOutput    Retryable: the answer does not parse or has the wrong shape
+    │   └── ProviderRejected     Permanent: the provider refused the request (4xx, not 429)
     ├── Parkable                 wait for an outside change (budget); the job is parked
+    │   └── BudgetExceeded       a call's worst-case cost is over a daily or monthly budget
     ├── Permanent                retrying cannot help: the job fails with its reason
-    │   └── BadJobPayload        a job row's payload does not validate
+    │   ├── BadJobPayload        a job row's payload does not validate
+    │   └── UnknownPrice         the price book has no price for a model: fail closed
     └── ClosedError              the memory object, store or pipeline is already closed
 
 Every class's docstring is its default message. Errors carry typed fields, never dicts.
@@ -75,12 +84,93 @@ class LeaseLost(Retryable):
         self.job_ids = job_ids
 
 
+class ProviderError(HlmemError):
+    """A model provider call failed."""
+
+
+class BadProviderOutput(ProviderError, Retryable):
+    """The provider's answer does not parse or does not have the expected shape."""
+
+    RAW_MAX_CHARS = 2000
+
+    def __init__(self, detail: str, raw: str | bytes = "") -> None:
+        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+        super().__init__(f"bad provider output: {detail}")
+        self.detail = detail
+        # Kept for the dead-letter record; a parse failure never becomes "nothing found".
+        self.raw = text[: self.RAW_MAX_CHARS]
+
+
 class Parkable(HlmemError):
     """The job must wait for an outside change (such as budget) and is parked."""
 
 
 class Permanent(HlmemError):
     """A failure that retrying cannot fix."""
+
+
+# --- provider errors raised by the gateway (gateway.py); their messages never hold a key -------
+
+
+class ProviderUnavailable(ProviderError, Retryable):
+    """The provider answered 5xx or could not be reached."""
+
+    def __init__(self, message: str | None = None, *, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class CircuitOpen(ProviderUnavailable):
+    """The provider is paused after repeated failures (its circuit breaker is open)."""
+
+
+class RateLimited(ProviderError, Retryable):
+    """The provider answered 429 Too Many Requests."""
+
+    def __init__(self, message: str | None = None, *, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class ProviderTimeout(ProviderError, Retryable):
+    """The provider did not answer within its timeout_s."""
+
+
+class ProviderRejected(ProviderError, Permanent):
+    """The provider refused the request (a 4xx status other than 429)."""
+
+    def __init__(self, message: str | None = None, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class BudgetExceeded(Parkable):
+    """A call's worst-case cost is over a daily or monthly budget; nothing was sent."""
+
+    def __init__(
+        self, *, scope: str, needed: float, used: float, limit: float, currency: str
+    ) -> None:
+        super().__init__(
+            f"{scope} budget: the call may cost {needed:.6f} {currency}, "
+            f"{used:.6f} of {limit:.6f} {currency} used"
+        )
+        self.scope = scope
+        self.needed = needed
+        self.used = used
+        self.limit = limit
+        self.currency = currency
+
+
+class UnknownPrice(Permanent):
+    """The price book has no price for the model and it is not marked free; nothing was sent."""
+
+    def __init__(self, provider: str, model: str) -> None:
+        super().__init__(
+            f'no price for {provider}/{model}: add [prices."{provider}/{model}"] '
+            "(or free = true) to the config"
+        )
+        self.provider = provider
+        self.model = model
 
 
 class BadJobPayload(Permanent):

@@ -18,7 +18,7 @@ import json
 import logging
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.abc import TaskStatus
@@ -31,6 +31,9 @@ from hlmem.messages import DEFAULT_ORIGIN, EventIn, EventsAdded, dumps_metadata
 from hlmem.queue import JobQueue, JobSpec
 from hlmem.store import SyncTx
 from hlmem.text import content_hash, new_id
+
+if TYPE_CHECKING:
+    from hlmem.writer_process import WriterProcess
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +71,17 @@ class EventWriter:
         self._backlog = _Backlog(cfg.backlog_high_water_jobs, cfg.backlog_low_water_jobs)
         self._closed = False
         self.committed_batches = 0
+        # --- ingest.writer = "process": group commits run in a writer child process --------
+        self.writer_process: WriterProcess | None = None
+        if cfg.writer == "process":
+            # imported here: ``python -m hlmem.writer_process`` must not find itself imported
+            # by the package before it runs
+            from hlmem.writer_process import WriterProcess
+
+            self.writer_process = WriterProcess(
+                self.store.path, self.store.cfg, self.store.caps.driver
+            )
+        # --- end ingest.writer
 
     # --- producer side ------------------------------------------------------------------------
 
@@ -148,7 +162,21 @@ class EventWriter:
     # --- committer side -----------------------------------------------------------------------
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Commit pending submissions in groups until ``stop`` and the queue is empty."""
+        """Commit pending submissions in groups until ``stop`` and the queue is empty.
+
+        With ``ingest.writer = "process"`` the writer child is started first (a start-up
+        failure is raised here, before ``started``) and stopped once the last group is in.
+        """
+        if self.writer_process is None:
+            await self._run(task_status)
+            return
+        await self.writer_process.start()
+        try:
+            await self._run(task_status)
+        finally:
+            await self.writer_process.aclose()
+
+    async def _run(self, task_status: TaskStatus[None]) -> None:
         task_status.started()
         stopping = False
         while not stopping:
@@ -171,10 +199,14 @@ class EventWriter:
         await self._pending.put(None)
 
     async def _commit_group(self, group: list[_Submission]) -> None:
+        groups, now = [s.rows for s in group], wall()
         try:
-            results, backlog = await self.store.run_in_transaction(
-                partial(self._write, [s.rows for s in group], wall())
-            )
+            if self.writer_process is not None:  # ingest.writer = "process"
+                results, backlog = await self.writer_process.commit(groups, now)
+            else:
+                results, backlog = await self.store.run_in_transaction(
+                    partial(self._write, groups, now)
+                )
         except Exception as exc:
             for sub in group:
                 if not sub.future.done():
@@ -190,10 +222,16 @@ class EventWriter:
 
     @staticmethod
     def _write(
-        groups: list[list[EventRow]], now: float, tx: SyncTx
+        groups: list[list[EventRow]], now: float, tx: SyncTx, *, per_row: bool = False
     ) -> tuple[list[list[tuple[str, bool]]], int]:
-        """The group commit, on the writer thread: events, sessions, one windower job, and the
-        backlog count (read in the same hop, so the committer never stalls on it)."""
+        """The group commit, on the writer thread (or in the writer child process): events,
+        sessions, one windower job, and the backlog count (read in the same hop, so the
+        committer never stalls on it).
+
+        On the writer thread the rows go in as one JSON array per statement (one GIL release
+        per batch). ``per_row`` (the writer child, which has its own GIL) inserts the same rows
+        in the same order with ``executemany`` instead, which costs SQLite about a third.
+        """
         ids = [row[0] for rows in groups for row in rows]
         seen = {r[0] for r in tx.fetchall("existing_event_ids", (json.dumps(ids),))}
         new_rows: list[EventRow] = []
@@ -208,9 +246,13 @@ class EventWriter:
                 out.append((row[0], duplicate))
             results.append(out)
         if new_rows:
-            tx.execute("insert_events_json", (_json_rows(new_rows),))
             sessions = {(r[1], r[2]): (r[1], r[2], r[9], r[7]) for r in new_rows}
-            tx.execute("insert_sessions_json", (_json_rows(list(sessions.values())),))
+            if per_row:
+                tx.executemany("insert_event", new_rows)
+                tx.executemany("insert_session", list(sessions.values()))
+            else:
+                tx.execute("insert_events_json", (_json_rows(new_rows),))
+                tx.execute("insert_sessions_json", (_json_rows(list(sessions.values())),))
             # One windower job per group commit: one hop per batch, never per event.
             payload = EventsAdded(event_ids=tuple(r[0] for r in new_rows))
             spec = JobSpec(kind=WINDOWER, payload=payload, size=len(new_rows))

@@ -107,6 +107,46 @@ def sqlite_module(choice: str) -> ModuleType:
     return sqlite3
 
 
+# --- blocking helpers, shared by Store (on aiosqlite's thread) and hlmem.writer_process ------
+
+
+def connect_sync(path: str | Path, cfg: StoreConfig, module: ModuleType) -> tuple[Any, str | None]:
+    """Open one connection with hlmem's pragmas; blocking. Return it and the sqlite-vec version
+    (``None`` when not loaded: not configured, or the module cannot load extensions)."""
+    conn = module.connect(str(path), isolation_level=None, check_same_thread=False)
+    conn.row_factory = module.Row
+    conn.execute(f"PRAGMA busy_timeout = {int(cfg.busy_timeout_ms)}")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    vec_version: str | None = None
+    if cfg.load_vec and hasattr(conn, "enable_load_extension"):
+        try:
+            import sqlite_vec
+
+            conn.enable_load_extension(True)
+            sqlite_vec.load(conn)
+            conn.enable_load_extension(False)
+            vec_version = conn.execute("SELECT vec_version()").fetchone()[0]
+        except Exception as exc:  # extension missing or not loadable: numpy fallback
+            log.info("sqlite-vec not loaded: %s", exc, extra={"action": "vec_unavailable"})
+    return conn, vec_version
+
+
+def transact_sync(conn: Any, fn: Callable[[SyncTx], T]) -> T:
+    """``BEGIN IMMEDIATE``, ``fn``, ``COMMIT`` on ``conn``; blocking. Any exception rolls back
+    and is re-raised (module errors unmapped: wrap the call in ``_Errors.mapped``)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        result = fn(SyncTx(conn))
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return result
+
+
 @dataclass(frozen=True)
 class Capabilities:
     driver: str
@@ -225,22 +265,7 @@ class Store:
         vec_version: list[str | None] = [None]
 
         def connector() -> Any:
-            conn = module.connect(str(path), isolation_level=None, check_same_thread=False)
-            conn.row_factory = module.Row
-            conn.execute(f"PRAGMA busy_timeout = {int(cfg.busy_timeout_ms)}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA foreign_keys = ON")
-            if cfg.load_vec and hasattr(conn, "enable_load_extension"):
-                try:
-                    import sqlite_vec
-
-                    conn.enable_load_extension(True)
-                    sqlite_vec.load(conn)
-                    conn.enable_load_extension(False)
-                    vec_version[0] = conn.execute("SELECT vec_version()").fetchone()[0]
-                except Exception as exc:  # extension missing or not loadable: numpy fallback
-                    log.info("sqlite-vec not loaded: %s", exc, extra={"action": "vec_unavailable"})
+            conn, vec_version[0] = connect_sync(path, cfg, module)
             return conn
 
         try:
@@ -351,16 +376,7 @@ class Store:
         writer = self._writer
 
         def run() -> T:
-            conn = writer._conn
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                result = fn(SyncTx(conn))
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-            return result
+            return transact_sync(writer._conn, fn)
 
         async with self._lock:
             # Once queued, the function runs to the end on the thread whatever happens to us:

@@ -206,3 +206,73 @@ LIMIT ?;
 SELECT claim_id, event_id, quote, start_char, end_char FROM evidence
 WHERE claim_id IN (SELECT value FROM json_each(?))
 ORDER BY claim_id, event_id;
+
+-- --- provider gateway: budget reservations, usage sums and the ledger (budget.py) -----------
+
+-- name: budget_usage_rows
+SELECT period, namespace, amount FROM budget_usage
+WHERE period IN (SELECT value FROM json_each(:periods))
+  AND namespace IN (SELECT value FROM json_each(:namespaces));
+
+-- name: add_budget_usage
+INSERT INTO budget_usage (period, namespace, amount) VALUES (?, ?, ?)
+ON CONFLICT (period, namespace) DO UPDATE SET amount = amount + excluded.amount;
+
+-- name: insert_reservation
+INSERT INTO budget_reservations (namespace, provider, model, amount, status, owner, created_at,
+                                 stage, call_kind, job_id)
+VALUES (?, ?, ?, ?, 'held', ?, ?, ?, ?, ?)
+RETURNING id;
+
+-- name: get_reservation
+SELECT status, amount, created_at, namespace FROM budget_reservations WHERE id = ?;
+
+-- name: end_reservation
+UPDATE budget_reservations SET status = ?, amount = ?, call_id = ?, settled_at = ? WHERE id = ?;
+
+-- name: held_reservations
+SELECT id, owner, created_at, namespace, provider, model, amount, stage, call_kind, job_id
+FROM budget_reservations WHERE status = 'held';
+
+-- name: insert_provider_call
+INSERT INTO provider_calls (stage, provider, model, call_kind, namespace, job_id, prompt_tokens,
+                            completion_tokens, cost, currency, latency_ms, outcome, error_class,
+                            retries, rate_limited, reserved, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+RETURNING id;
+
+-- name: budget_parked_jobs
+-- Jobs parked by BudgetExceeded, with the namespace and worst-case cost of their last refusal.
+SELECT j.id,
+       CASE WHEN c.id IS NULL THEN j.namespace ELSE c.namespace END AS namespace,
+       coalesce(c.reserved, 0) AS needed
+FROM jobs j
+LEFT JOIN provider_calls c ON c.id = (
+    SELECT max(id) FROM provider_calls WHERE job_id = j.id AND outcome = 'refused'
+)
+WHERE j.status = 'parked' AND j.last_error LIKE 'BudgetExceeded%'
+ORDER BY j.priority DESC, j.id;
+
+-- name: resume_parked_job
+-- The refused attempt does not count: nothing was sent.
+UPDATE jobs SET status = 'todo', run_after = 0, owner = NULL, lease_until = NULL,
+                attempts = max(attempts - 1, 0), updated_at = ?
+WHERE id = ? AND status = 'parked';
+
+-- --- ops report (ops.py) ---------------------------------------------------------------------
+
+-- name: ledger_since
+SELECT stage, provider, model, outcome, error_class, prompt_tokens, completion_tokens, cost,
+       currency, latency_ms, retries, rate_limited
+FROM provider_calls WHERE created_at >= ?;
+
+-- name: count_events_since
+SELECT count(*) FROM events WHERE recorded_at >= ?;
+
+-- name: count_claims_since
+SELECT count(*) FROM claims WHERE recorded_at >= ?;
+
+-- name: budget_usage_periods
+SELECT period, namespace, amount FROM budget_usage
+WHERE period IN (SELECT value FROM json_each(?))
+ORDER BY period, namespace;

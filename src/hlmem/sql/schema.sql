@@ -28,6 +28,8 @@ CREATE INDEX jobs_ready ON jobs (kind, priority DESC, id) WHERE status = 'todo';
 
 CREATE INDEX jobs_status ON jobs (status, kind, size);
 
+CREATE INDEX provider_calls_job ON provider_calls (job_id) WHERE job_id IS NOT NULL;
+
 CREATE INDEX provider_calls_time ON provider_calls (created_at);
 
 CREATE INDEX supersessions_new ON supersessions (new_claim_id);
@@ -59,7 +61,14 @@ CREATE TABLE budget_reservations (
     owner       TEXT,
     created_at  TEXT NOT NULL,
     settled_at  TEXT
-);
+, stage TEXT NOT NULL DEFAULT '', call_kind TEXT NOT NULL DEFAULT 'chat', job_id INTEGER);
+
+CREATE TABLE budget_usage (
+    period     TEXT NOT NULL,
+    namespace  TEXT NOT NULL,
+    amount     REAL NOT NULL DEFAULT 0,
+    PRIMARY KEY (period, namespace)
+) WITHOUT ROWID;
 
 CREATE TABLE claim_entities (
     claim_id   TEXT NOT NULL REFERENCES claims (id) ON DELETE CASCADE,
@@ -241,7 +250,7 @@ CREATE TABLE provider_calls (
     error_class        TEXT,
     retries            INTEGER NOT NULL DEFAULT 0,
     created_at         TEXT NOT NULL
-);
+, reserved REAL NOT NULL DEFAULT 0, rate_limited INTEGER NOT NULL DEFAULT 0);
 
 CREATE TABLE rewards (
     id          TEXT PRIMARY KEY,
