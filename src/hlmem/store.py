@@ -244,7 +244,9 @@ class Store:
         self._writer = writer
         self._reader = reader
         self._errors = _Errors(module)
-        self._lock = anyio.Lock()
+        # fast_acquire: an uncontended acquire does not yield, so the group commit is not
+        # queued behind every ready producer task before it may start.
+        self._lock = anyio.Lock(fast_acquire=True)
         self._tx_depth: contextvars.ContextVar[int] = contextvars.ContextVar(
             f"hlmem_tx_{id(self)}", default=0
         )
