@@ -107,7 +107,7 @@ class EventWriter:
             event.session_id,
             event.role.value,
             event.content,
-            content_hash(event.content),
+            "",  # content_hash: computed by the writer, off the event loop, for new rows only
             recorded if event.occurred_at is None else iso(event.occurred_at),
             recorded,
             (event.origin_class or DEFAULT_ORIGIN[event.role]).value,
@@ -242,7 +242,7 @@ class EventWriter:
                 duplicate = row[0] in seen
                 if not duplicate:
                     seen.add(row[0])
-                    new_rows.append(row)
+                    new_rows.append((*row[:5], content_hash(row[4]), *row[6:]))
                 out.append((row[0], duplicate))
             results.append(out)
         if new_rows:
