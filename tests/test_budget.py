@@ -11,7 +11,6 @@ import socket
 import subprocess
 import sys
 import textwrap
-from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -40,19 +39,6 @@ WORST = 0.1045
 SPENT = 0.01
 
 
-@pytest.fixture
-def server() -> Iterator[ScriptedProvider]:
-    with ScriptedProvider() as provider:
-        yield provider
-
-
-@pytest.fixture
-async def store(db_path: Path) -> AsyncIterator[Store]:
-    s = await Store.open(db_path, Config().store)
-    try:
-        yield s
-    finally:
-        await s.close()
 
 
 class Probe(Stage[list[str]]):

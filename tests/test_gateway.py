@@ -12,7 +12,7 @@ import logging
 import sys
 import time
 import traceback
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from pathlib import Path
@@ -32,7 +32,6 @@ from scripted_provider import (
     gateway_config,
 )
 
-from hlmem.config import Config
 from hlmem.errors import (
     BadProviderOutput,
     CircuitOpen,
@@ -59,19 +58,6 @@ LEDGER = (
 )
 
 
-@pytest.fixture
-def server() -> Iterator[ScriptedProvider]:
-    with ScriptedProvider() as provider:
-        yield provider
-
-
-@pytest.fixture
-async def store(db_path: Path) -> AsyncIterator[Store]:
-    s = await Store.open(db_path, Config().store)
-    try:
-        yield s
-    finally:
-        await s.close()
 
 
 def cost(prompt: int, completion: int) -> float:

@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -24,19 +23,6 @@ from hlmem.store import Store
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def server() -> Iterator[ScriptedProvider]:
-    with ScriptedProvider() as provider:
-        yield provider
-
-
-@pytest.fixture
-async def store(db_path: Path) -> AsyncIterator[Store]:
-    s = await Store.open(db_path, Config().store)
-    try:
-        yield s
-    finally:
-        await s.close()
 
 
 @pytest.mark.parametrize(
