@@ -56,6 +56,9 @@ async def run_quickstart(
             return QuickstartResult(
                 ingest=summary,
                 stats=await mem.stats(),
-                claims=list(reversed(await mem.claims())),
+                # in conversation order: by when the evidence was said
+                claims=sorted(
+                    await mem.claims(), key=lambda c: (c.valid_from is None, c.valid_from, c.id)
+                ),
                 recall={q: await mem.recall(q, k=3) for q in QUERIES},
             )
