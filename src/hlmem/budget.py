@@ -27,8 +27,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
-import socket
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
@@ -48,32 +46,6 @@ ALL_NAMESPACES = ""
 #: ledger error class of a call whose process died between reserve and settle
 ABANDONED = "ReservationAbandoned"
 _EPSILON = 1e-12  # float sums of many small costs: do not refuse on rounding dust
-
-_HOST = socket.gethostname()
-_LIVE_TOKENS: set[str] = set()
-
-
-def new_owner() -> str:
-    """A reservation owner ``host:pid:token`` that :func:`owner_gone` reports alive until
-    :func:`retire_owner`."""
-    token = os.urandom(4).hex()
-    _LIVE_TOKENS.add(token)
-    return f"{_HOST}:{os.getpid()}:{token}"
-
-
-def retire_owner(owner: str) -> None:
-    _LIVE_TOKENS.discard(owner.rsplit(":", 1)[-1])
-
-
-def owner_gone(owner: str) -> bool:
-    """True when ``owner`` ran on this host and its process (or, in this process, its
-    gateway) is gone; an owner on another host is never judged here (the TTL covers it)."""
-    host, _, rest = owner.partition(":")
-    pid, _, token = rest.partition(":")
-    if host == _HOST and pid == str(os.getpid()):
-        return token not in _LIVE_TOKENS
-    return owner_is_dead(owner)
-
 
 @dataclass(frozen=True)
 class CallInfo:
@@ -375,7 +347,7 @@ class Budget:
                 rid, owner, created_at = row[0], row[1] or "", row[2]
                 if owner == self.owner:
                     continue
-                if not (owner_gone(owner) or parse_iso(created_at) + ttl < now):
+                if not (owner_is_dead(owner) or parse_iso(created_at) + ttl < now):
                     continue
                 call = CallInfo(
                     stage=row[7],

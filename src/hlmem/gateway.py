@@ -47,7 +47,7 @@ import anyio
 import httpx
 from aiolimiter import AsyncLimiter
 
-from hlmem.budget import Attempts, Budget, CallInfo, Tokens, new_owner, retire_owner
+from hlmem.budget import Attempts, Budget, CallInfo, Tokens
 from hlmem.clock import Clock, SystemClock
 from hlmem.config import Config, ProviderConfig
 from hlmem.errors import (
@@ -79,6 +79,7 @@ from hlmem.providers import (
     parse_embed,
     parse_rerank,
 )
+from hlmem.queue import new_owner, retire_owner
 from hlmem.store import Store
 
 log = logging.getLogger(__name__)

@@ -83,8 +83,22 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def new_owner() -> str:
+    """A new owner ``host:pid:token`` (of jobs, of budget holds) that :func:`owner_is_dead`
+    reports alive until :func:`retire_owner`."""
+    token = os.urandom(4).hex()
+    _LIVE_TOKENS.add(token)
+    return f"{_HOST}:{os.getpid()}:{token}"
+
+
+def retire_owner(owner: str) -> None:
+    """Mark ``owner`` gone: what it still holds becomes recoverable at once."""
+    _LIVE_TOKENS.discard(owner.rsplit(":", 1)[-1])
+
+
 def owner_is_dead(owner: str) -> bool:
-    """True when ``owner`` ran on this host and its process (or object) is gone."""
+    """True when ``owner`` ran on this host and its process (or, in this process, its owning
+    object) is gone; an owner on another host is never judged here (leases and TTLs cover it)."""
     host, _, rest = owner.partition(":")
     pid_text, _, token = rest.partition(":")
     if host != _HOST or not pid_text.isdigit():
@@ -101,13 +115,12 @@ class JobQueue:
     def __init__(self, store: Store, *, lease_s: float) -> None:
         self.store = store
         self.lease_s = lease_s
-        self.owner = f"{_HOST}:{os.getpid()}:{os.urandom(4).hex()}"
-        _LIVE_TOKENS.add(self.owner.rsplit(":", 1)[1])
+        self.owner = new_owner()
         self._bells: dict[str, anyio.Event] = {}
 
     def retire(self) -> None:
         """Mark this owner gone; its leftover jobs become recoverable at once."""
-        _LIVE_TOKENS.discard(self.owner.rsplit(":", 1)[1])
+        retire_owner(self.owner)
 
     # --- doorbells: in-process wake-ups; other processes poll ---------------------------------
 
