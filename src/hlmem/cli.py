@@ -100,7 +100,7 @@ async def cmd_worker(args: argparse.Namespace, cfg: Config) -> int:
         if args.flush:
             await mem.flush()
         if args.drain:
-            await mem.run_until_idle(settle_s=args.settle_s)
+            await mem.drain(settle_s=args.settle_s)
         else:
             await wait_for_stop_signal()
         stats = await mem.stats()

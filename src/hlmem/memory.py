@@ -233,14 +233,23 @@ class Memory:
         async with self.store.transaction() as tx:
             await self.queue.enqueue(tx, [spec])
 
-    async def drain(self, *, timeout_s: float | None = None) -> None:
-        """Wait until no job is waiting or running (failed and parked jobs do not count).
+    async def drain(self, *, timeout_s: float | None = None, settle_s: float = 0.0) -> None:
+        """Wait until no job is waiting or running (failed and parked jobs do not count),
+        and has not been for ``settle_s`` (``hlmem worker --drain`` waits a little, in case a
+        producer is between two events).
 
         :raises TimeoutError: not idle within ``timeout_s``.
         """
         with anyio.fail_after(timeout_s):
+            idle_since: float | None = None
             # Polled: the jobs may be done by another process (``hlmem worker``).
-            while await self.queue.backlog() > 0:  # noqa: ASYNC110
+            while True:
+                if await self.queue.backlog() == 0:
+                    idle_since = idle_since or wall()
+                    if wall() - idle_since >= settle_s:
+                        return
+                else:
+                    idle_since = None
                 await anyio.sleep(self.config.pipeline.drain_poll_s)
 
     # --- reads --------------------------------------------------------------------------------
@@ -342,21 +351,6 @@ class Memory:
     async def purge_jobs(self, *, older_than_s: float = 7 * 86400) -> int:
         """Delete done jobs last updated more than ``older_than_s`` ago; the number deleted."""
         return await self.queue.purge_done(older_than_s=older_than_s)
-
-    async def run_until_idle(
-        self, *, settle_s: float = 0.0, timeout_s: float | None = None
-    ) -> None:
-        """Drain, optionally waiting ``settle_s`` of continuous idleness (worker --drain)."""
-        with anyio.fail_after(timeout_s):
-            idle_since: float | None = None
-            while True:
-                if await self.queue.backlog() == 0:
-                    idle_since = idle_since or wall()
-                    if wall() - idle_since >= settle_s:
-                        return
-                else:
-                    idle_since = None
-                await anyio.sleep(self.config.pipeline.drain_poll_s)
 
 
 def _payload_dict(text: str) -> dict[str, Any]:
