@@ -11,8 +11,13 @@ import anyio
 
 from hlmem.config import Config, load_config
 from hlmem.memory import Memory
+from hlmem.messages import Job
+from hlmem.queue import JobSpec
 from hlmem.stages.base import Stage
-from hlmem.store import sqlite_module
+from hlmem.store import SyncTx, sqlite_module
+
+#: every job kind of the write pipeline, in order
+PIPELINE_STAGES = frozenset({"windower", "extractor", "admission", "dedup", "conflict", "embedder"})
 
 
 def fast_config(**sections: dict[str, object]) -> Config:
@@ -89,8 +94,23 @@ async def step(mem: Memory, stage: Stage[Any], limit: int = 1000) -> int:
     if not jobs:
         return 0
     prepared = await stage.prepare(jobs)
-    async with mem.store.transaction() as tx:
-        outputs = await stage.apply(tx, jobs, prepared)
-        await mem.queue.enqueue(tx, outputs)
-        await mem.queue.complete(tx, jobs)
+    await apply(mem, stage, jobs, prepared, complete=True)
     return len(jobs)
+
+
+async def apply(
+    mem: Memory, stage: Stage[Any], jobs: list[Job], prepared: Any, *, complete: bool = False
+) -> list[JobSpec]:
+    """``stage.apply`` in one transaction on the writer thread, as StageRunner runs it; the
+    outputs are enqueued, and with ``complete`` the jobs completed."""
+
+    def write(tx: SyncTx) -> list[JobSpec]:
+        outputs = stage.apply(tx, jobs, prepared)
+        if complete:
+            mem.queue.complete_sync(tx, jobs)
+        mem.queue.enqueue_sync(tx, outputs)
+        return outputs
+
+    outputs = await mem.store.run_in_transaction(write)
+    mem.queue.ring({o.kind for o in outputs})
+    return outputs

@@ -28,7 +28,7 @@ from hlmem.gateway import Gateway
 from hlmem.messages import FlushRequested, Job
 from hlmem.queue import JobQueue, JobSpec
 from hlmem.stages.base import Stage, StageRunner
-from hlmem.store import Store, Tx
+from hlmem.store import Store, SyncTx
 
 pytestmark = pytest.mark.anyio
 
@@ -63,7 +63,7 @@ class Probe(Stage[list[str]]):
             out.append(answer.text)
         return out
 
-    async def apply(self, tx: Tx, jobs: list[Job], prepared: list[str]) -> list[JobSpec]:
+    def apply(self, tx: SyncTx, jobs: list[Job], prepared: list[str]) -> list[JobSpec]:
         return []
 
 

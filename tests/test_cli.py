@@ -536,3 +536,62 @@ def test_config_file_applies(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert "line 2: content has 12 characters, over the limit of 10" in proc.stderr
     assert [r[0] for r in rows(db, "SELECT content FROM events")] == ["短消息"]
+
+
+def test_remember_and_claims_with_both_clocks(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    first = ok_json(
+        hlmem(
+            "--db",
+            db,
+            "remember",
+            "user",
+            "location",
+            "杭州",
+            "--text",
+            "我在杭州工作",
+            "--valid-from",
+            "2026-03-10T09:00:00+00:00",
+            "--drain",
+            "--json",
+            cwd=tmp_path,
+        )
+    )
+    ok_json(
+        hlmem(
+            "--db",
+            db,
+            "remember",
+            "user",
+            "location",
+            "北京",
+            "--text",
+            "其实5月就搬去北京了",
+            "--valid-from",
+            "2026-05-01",
+            "--drain",
+            "--json",
+            cwd=tmp_path,
+        )
+    )
+    current = ok_json(
+        hlmem("--db", db, "claims", "--predicate", "location", "--json", cwd=tmp_path)
+    )
+    assert [(c["value"], c["status"]) for c in current] == [("北京", "active")]
+    history = ok_json(hlmem("--db", db, "claims", "--history", "--json", cwd=tmp_path))
+    assert {(c["value"], c["status"]) for c in history} == {
+        ("北京", "active"),
+        ("杭州", "superseded"),
+    }
+    april = ok_json(hlmem("--db", db, "claims", "--valid-at", "2026-04-15", "--json", cwd=tmp_path))
+    assert [c["value"] for c in april] == ["杭州"]
+    assert rows(
+        db, "SELECT event_id FROM evidence JOIN claims ON claims.id = claim_id WHERE value = '杭州'"
+    ) == [(first["event_id"],)]
+    text = hlmem("--db", db, "claims", "--history", cwd=tmp_path)
+    assert text.returncode == 0 and "superseded" in text.stdout and "北京" in text.stdout
+
+    bad = hlmem("--db", db, "remember", "user", "location", " ", cwd=tmp_path)
+    assert bad.returncode == 1 and "value is blank" in bad.stderr
+    bad_time = hlmem("--db", db, "claims", "--as-of", "last tuesday", cwd=tmp_path)
+    assert bad_time.returncode == 1 and "ISO 8601" in bad_time.stderr

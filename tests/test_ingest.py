@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import assert_consistent, count, rows, windower_event_ids
+from helpers import PIPELINE_STAGES, assert_consistent, count, rows, windower_event_ids
 
 import hlmem
 from hlmem.config import Config
@@ -350,5 +350,5 @@ async def test_remember_requests_become_claims_with_evidence(db_path: Path, conf
     assert en_hits[0].claim.text == "the prod DB is db-prod-2"
     assert stats.claims == {"active": 2}
     assert stats.windows == {"closed": 2}
-    assert set(stats.jobs) == {"windower", "extractor"}
+    assert set(stats.jobs) == PIPELINE_STAGES
     assert all(set(by_status) == {"done"} for by_status in stats.jobs.values())

@@ -87,7 +87,7 @@ async def test_retry_then_fail_keeps_the_reason(store: Store, db_path: Path) -> 
     assert await queue.claim("windower", 1) == []  # run_after is in the future
     [job] = [j for j in [job]]
     async with store.transaction() as tx:
-        await tx.execute("retry_job", (0, "x", 0, job.id, "nobody"))  # not ours: no change
+        await tx.execute("retry_job", (0, "x", None, 0, job.id, "nobody"))  # not ours: no change
     assert rows(db_path)[0][1] == "todo"
 
 

@@ -15,9 +15,17 @@ from hlmem.store import Store, fresh_schema, migrations, normalize_schema, sqlit
 pytestmark = pytest.mark.anyio
 
 EVENT = (
-    "ev1", "default", "s1", "user", "记住：我的猫叫小白", "h1",
-    "2026-01-01T00:00:00.000000+00:00", "2026-01-01T00:00:00.000000+00:00",
-    "user_direct", "interactive", "{}",
+    "ev1",
+    "default",
+    "s1",
+    "user",
+    "记住：我的猫叫小白",
+    "h1",
+    "2026-01-01T00:00:00.000000+00:00",
+    "2026-01-01T00:00:00.000000+00:00",
+    "user_direct",
+    "interactive",
+    "{}",
 )
 
 
@@ -56,9 +64,7 @@ async def test_wal_and_foreign_keys(store: Store, db_path: Path) -> None:
         conn.close()
     async with store.transaction() as tx:
         with pytest.raises(StoreError, match="FOREIGN KEY"):
-            await tx.execute(
-                "insert_evidence", ("no-such-claim", "no-such-event", "q", 0, 1)
-            )
+            await tx.execute("insert_evidence", ("no-such-claim", "no-such-event", "q", 0, 1))
 
 
 async def test_migrations_yield_schema_sql(store_cfg: StoreConfig) -> None:
@@ -155,3 +161,56 @@ async def test_concurrent_transactions_serialise(store: Store) -> None:
 
 async def test_sqlite_module_sqlean_is_default() -> None:
     assert StoreConfig().sqlite_module == "auto"
+
+
+async def test_the_claims_rebuild_keeps_rows_and_links(
+    db_path: Path, store_cfg: StoreConfig
+) -> None:
+    """0003 rebuilds ``claims`` (a new CHECK): rows and the evidence and supersession rows that
+    reference them survive (foreign keys are off during the rebuild, so the DROP does not
+    cascade), and foreign keys work again afterwards."""
+    module = store_cfg_module(store_cfg)
+    conn = module.connect(str(db_path), isolation_level=None)
+    conn.execute(
+        "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+        " applied_at TEXT NOT NULL)"
+    )
+    conn.execute("PRAGMA foreign_keys = ON")
+    for version, name, sql in migrations():
+        if version < 3:
+            conn.executescript(sql)
+            conn.execute("INSERT INTO schema_migrations VALUES (?, ?, 'then')", (version, name))
+    conn.execute("INSERT INTO events VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", EVENT)
+    claim = (
+        "INSERT INTO claims (id, namespace, subject, predicate, value, text, content_hash,"
+        " slot_key, status, recorded_at) VALUES (?, 'default', 'user', 'note', ?, ?, ?, 's', ?,"
+        " '2026-01-01')"
+    )
+    conn.execute(claim, ("c1", "猫叫小白", "猫叫小白", "h1", "superseded"))
+    conn.execute(claim, ("c2", "猫叫小黑", "猫叫小黑", "h2", "active"))
+    conn.execute("INSERT INTO evidence VALUES ('c1', 'ev1', '小白', 3, 5)")
+    conn.execute("INSERT INTO supersessions VALUES ('c1', 'c2', 'renamed', '2026-01-02')")
+    conn.close()
+
+    s = await Store.open(db_path, store_cfg)
+    try:
+        assert [v for v, _, _ in migrations()] == await s.applied_migrations()
+        async with s.transaction() as tx:
+            await tx.execute("activate_claim", ("c1",))  # not pending: no change
+        evidence = await s.fetchall("evidence_for_claims", ('["c1"]',))
+        assert [tuple(r) for r in evidence] == [("c1", "ev1", "小白", 3, 5)]
+        with pytest.raises(StoreError):  # foreign keys are enforced again
+            async with s.transaction() as tx:
+                await tx.execute("insert_evidence", ("no-such-claim", "ev1", "q", 0, 1))
+    finally:
+        await s.close()
+    check = module.connect(str(db_path), isolation_level=None)
+    try:
+        assert check.execute("SELECT id, status FROM claims ORDER BY id").fetchall() == [
+            ("c1", "superseded"),
+            ("c2", "active"),
+        ]
+        assert check.execute("SELECT count(*) FROM supersessions").fetchone()[0] == 1
+        assert check.execute("PRAGMA foreign_key_check").fetchall() == []
+    finally:
+        check.close()

@@ -12,6 +12,7 @@ import logging
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from hlmem.config import Config, env_default, load_config
 from hlmem.errors import HlmemError
 from hlmem.memory import PipelineMode
 from hlmem.memory import open as open_memory
+from hlmem.messages import Claim
 from hlmem.pipeline import wait_for_stop_signal
 from hlmem.store import Store
 
@@ -114,6 +116,7 @@ async def cmd_jobs(args: argparse.Namespace, cfg: Config) -> int:
             rows = await mem.list_jobs(status=args.status, kind=args.kind, limit=args.limit)
             text = "\n".join(
                 f"{r.id:>8} {r.kind:<10} {r.status:<7} attempts={r.attempts} {r.last_error or ''}"
+                + (f"\n         raw answer: {r.detail[:500]!r}" if r.detail else "")
                 for r in rows
             )
             _out(args, [r.model_dump() for r in rows], text or "no jobs")
@@ -147,6 +150,68 @@ async def cmd_recall(args: argparse.Namespace, cfg: Config) -> int:
         args,
         [h.model_dump(mode="json") for h in hits],
         "\n".join(f"{h.score:.2f}  {h.claim.text}" for h in hits) or "nothing recalled",
+    )
+    return 0
+
+
+def _when(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise HlmemError(f"not an ISO 8601 time: {text!r}") from None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+async def cmd_remember(args: argparse.Namespace, cfg: Config) -> int:
+    mode: PipelineMode = "inline" if args.drain else "external"
+    async with open_memory(_need_db(args), config=cfg, pipeline=mode) as mem:
+        event_id = await mem.remember(
+            args.subject,
+            args.predicate,
+            args.value,
+            text=args.text,
+            namespace=args.namespace,
+            polarity=-1 if args.negated else 1,
+            qualifiers=args.qualifier,
+            scope=args.scope,
+            valid_from=_when(args.valid_from),
+            valid_to=_when(args.valid_to),
+            importance=args.importance,
+        )
+        if args.drain:
+            await mem.drain()
+    _out(args, {"event_id": event_id}, f"remembered (event {event_id})")
+    return 0
+
+
+def _claim_line(c: Claim) -> str:
+    sign = "" if c.polarity > 0 else "NOT "
+    quals = f" ({', '.join(c.qualifiers)})" if c.qualifiers else ""
+    since = c.valid_from.date().isoformat() if c.valid_from else "?"
+    until = c.valid_to.date().isoformat() if c.valid_to else ""
+    return (
+        f"{c.status:<10} {c.subject} {c.predicate}: {sign}{c.value}{quals}  "
+        f"[valid {since}..{until}; learned {c.recorded_at.date().isoformat()}]  {c.id}"
+    )
+
+
+async def cmd_claims(args: argparse.Namespace, cfg: Config) -> int:
+    async with open_memory(_need_db(args), config=cfg, pipeline="external") as mem:
+        found = await mem.claims(
+            namespace=args.namespace,
+            subject=args.subject,
+            predicate=args.predicate,
+            history=args.history,
+            as_of=_when(args.as_of),
+            valid_at=_when(args.valid_at),
+            limit=args.limit,
+        )
+    _out(
+        args,
+        [c.model_dump(mode="json") for c in found],
+        "\n".join(_claim_line(c) for c in found) or "no claims",
     )
     return 0
 
@@ -256,6 +321,12 @@ def _add_sim_provider(sub: argparse.ArgumentParser) -> None:
     opt("--error-status", int, 500, "status of injected errors", choices=[429, 500, 503])
     opt("--retry-after", float, None, "Retry-After of injected errors, s", dest="retry_after_s")
     opt("--garbage-rate", float, 0.0, "fraction of admitted requests answered with malformed JSON")
+    opt(
+        "--bad-json-rate",
+        float,
+        0.0,
+        "fraction of chat answers whose content (not the HTTP body) is malformed JSON",
+    )
     opt("--seed", int, 0, "seed of the injected errors, garbage and jitter")
     opt("--price-in", float, None, "price per 1k prompt tokens (only echoed in /stats)")
     opt("--price-out", float, None, "price per 1k completion tokens (only echoed in /stats)")
@@ -332,6 +403,39 @@ def build_parser() -> argparse.ArgumentParser:
         "--namespace", default=None, help="namespace (default: ingest.default_namespace)"
     )
     p.add_argument("--k", type=int, default=5, help="how many results")
+    p = command(
+        "remember",
+        cmd_remember,
+        "record an explicit memory (an event and its claim, no extraction)",
+    )
+    p.add_argument("subject", help='who or what it is about ("user" for the speaker)')
+    p.add_argument("predicate", help="the fact slot, e.g. ui_theme, location, likes")
+    p.add_argument("value", help="the value, in the conversation's language")
+    p.add_argument("--text", help="the statement as said (default: subject predicate value)")
+    p.add_argument(
+        "--namespace", default=None, help="namespace (default: ingest.default_namespace)"
+    )
+    p.add_argument("--negated", action="store_true", help="the fact is negated (polarity -1)")
+    p.add_argument(
+        "--qualifier", action="append", default=[], help="a qualifier, e.g. 暂时 (repeatable)"
+    )
+    p.add_argument("--scope", choices=["long_term", "short_term", "plan"], default="long_term")
+    p.add_argument("--valid-from", help="ISO 8601 time it became true (default: now)")
+    p.add_argument("--valid-to", help="ISO 8601 time it stops being true")
+    p.add_argument("--importance", type=float, default=0.7, help="0..1")
+    p.add_argument(
+        "--drain", action="store_true", help="run the pipeline here until the claim is placed"
+    )
+    p = command("claims", cmd_claims, "list claims: current beliefs, history, as of a time")
+    p.add_argument(
+        "--namespace", default=None, help="namespace (default: ingest.default_namespace)"
+    )
+    p.add_argument("--subject", help="only this subject")
+    p.add_argument("--predicate", help="only this predicate (slot)")
+    p.add_argument("--history", action="store_true", help="include superseded claims")
+    p.add_argument("--as-of", help="what was believed at this ISO 8601 time (recorded time)")
+    p.add_argument("--valid-at", help="what was true at this ISO 8601 time (valid time)")
+    p.add_argument("--limit", type=int, default=100, help="most claims shown")
     p = command("ops", cmd_ops, "operations: model-call costs, latency and queue health")
     ops = p.add_subparsers(dest="ops_cmd", required=True, metavar="ACTION")
     orep = ops.add_parser(

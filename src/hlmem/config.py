@@ -87,10 +87,78 @@ class PipelineConfig(_Section):
     drain_poll_s: float = Field(0.02, gt=0)
     windower: StageConfig = StageConfig(workers=1, batch_size=4, buffer_batches=2)
     extractor: StageConfig = StageConfig(workers=2, batch_size=32, buffer_batches=2)
+    admission: StageConfig = StageConfig(workers=1, batch_size=64, buffer_batches=2)
+    # One dedup and one conflict worker per process: each batch's decisions see the previous
+    # batch's claims (other processes are covered by a re-check inside the transaction).
+    dedup: StageConfig = StageConfig(workers=1, batch_size=64, buffer_batches=2)
+    conflict: StageConfig = StageConfig(workers=1, batch_size=64, buffer_batches=2)
+    embedder: StageConfig = StageConfig(workers=1, batch_size=16, buffer_batches=2)
 
 
 class ExtractorConfig(_Section):
-    kind: Literal["rules"] = "rules"
+    # "rules": the built-in deterministic extractor; "model": one structured chat call per
+    # window through the gateway, to providers[provider] with this model.
+    kind: Literal["rules", "model"] = "rules"
+    provider: str = ""
+    model: str = ""
+    max_tokens: int = Field(1024, ge=16)
+    temperature: float = Field(0.0, ge=0, le=2)
+    # Repair calls after an answer that does not parse; then the job is dead-lettered.
+    repair_attempts: int = Field(1, ge=0)
+    # Extra slot lexicons (TOML) that extend or override the built-in config/lexicon.toml.
+    lexicon_paths: list[str] = []
+
+    @model_validator(mode="after")
+    def _model_named(self) -> ExtractorConfig:
+        if self.kind == "model" and not (self.provider and self.model):
+            raise ValueError('extractor.kind = "model" needs extractor.provider and .model')
+        return self
+
+
+class AdmissionConfig(_Section):
+    # enforce: events from untrusted sources are stored but never extracted; observe: they
+    # are extracted, and what enforce would have blocked is recorded; off: no source check.
+    mode: Literal["enforce", "observe", "off"] = "enforce"
+    untrusted_origins: list[str] = ["external_web", "tool", "system"]
+    untrusted_session_kinds: list[str] = ["cron", "heartbeat", "subagent"]
+
+
+class DedupConfig(_Section):
+    # Claims with every protected atom equal merge when their similarity reaches this.
+    similarity_threshold: float = Field(0.78, gt=0, le=1)
+    # Existing claims of the same slot compared with each new claim (newest first).
+    candidates_max: int = Field(200, ge=1)
+    # Optional model audit of the grey zone [audit_low, similarity_threshold): off by default.
+    audit: bool = False
+    audit_provider: str = ""
+    audit_model: str = ""
+    audit_low: float = Field(0.6, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _audit_named(self) -> DedupConfig:
+        if self.audit and not (self.audit_provider and self.audit_model):
+            raise ValueError("dedup.audit = true needs dedup.audit_provider and .audit_model")
+        if self.audit_low > self.similarity_threshold:
+            raise ValueError("dedup.audit_low must not exceed dedup.similarity_threshold")
+        return self
+
+
+class EmbedderConfig(_Section):
+    # "local": the built-in hashed n-gram + jieba embedder (no model, no network); otherwise
+    # the name of a provider in [providers] with an embeddings endpoint, and its model.
+    provider: str = "local"
+    model: str = "hlmem-local-hash"
+    dim: int = Field(384, ge=16)
+    # Claims embedded per call.
+    batch_size: int = Field(32, ge=1)
+    # How often claims without a vector of the configured model are looked for (model change).
+    backfill_interval_s: float = Field(30.0, gt=0)
+
+    @model_validator(mode="after")
+    def _remote_model(self) -> EmbedderConfig:
+        if self.provider != "local" and not self.model:
+            raise ValueError("embedder.model is required for a provider other than local")
+        return self
 
 
 #: wire-format presets of providers.py; a provider may also name an allowlisted plugin
@@ -158,6 +226,9 @@ class Config(_Section):
     windower: WindowerConfig = WindowerConfig()
     pipeline: PipelineConfig = PipelineConfig()
     extractor: ExtractorConfig = ExtractorConfig()
+    admission: AdmissionConfig = AdmissionConfig()
+    dedup: DedupConfig = DedupConfig()
+    embedder: EmbedderConfig = EmbedderConfig()
     providers: dict[str, ProviderConfig] = {}
     prices: dict[str, PriceConfig] = {}
     budget: BudgetConfig = BudgetConfig()
@@ -172,6 +243,18 @@ class Config(_Section):
                 raise ValueError(
                     f"providers.{name}.preset {provider.preset!r} is neither one of "
                     f"{list(BUILTIN_PRESETS)} nor a plugin named in plugins.allowlist"
+                )
+        extractor, dedup, embedder = self.extractor, self.dedup, self.embedder
+        named = {
+            "extractor.provider": extractor.provider if extractor.kind == "model" else "",
+            "dedup.audit_provider": dedup.audit_provider if dedup.audit else "",
+            "embedder.provider": "" if embedder.provider == "local" else embedder.provider,
+        }
+        for field, name in named.items():
+            if name and name not in self.providers:
+                raise ValueError(
+                    f"{field} {name!r} is not a configured provider "
+                    f"(providers: {sorted(self.providers)})"
                 )
         for key, price in self.prices.items():
             provider_name, _, model = key.partition("/")

@@ -101,6 +101,7 @@ class BadProviderOutput(ProviderError, Retryable):
         self.raw = text[: self.RAW_MAX_CHARS]
 
 
+
 class Parkable(HlmemError):
     """The job must wait for an outside change (such as budget) and is parked."""
 
@@ -183,3 +184,12 @@ class BadJobPayload(Permanent):
 
 class ClosedError(HlmemError):
     """The object is closed."""
+
+
+class ExtractionFailed(Permanent):
+    """A window's extraction answer stayed invalid after its repair attempts: the job is
+    dead-lettered with the last raw answer kept (``raw``, shown by ``hlmem jobs list``)."""
+
+    def __init__(self, detail: str, raw: str = "") -> None:
+        super().__init__(f"extraction failed: {detail}")
+        self.raw = raw

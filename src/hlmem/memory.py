@@ -18,14 +18,21 @@ from types import TracebackType
 from typing import Any, Literal
 
 import anyio
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-from hlmem.clock import Clock, SystemClock, parse_iso, wall
+from hlmem.admission import redact
+from hlmem.clock import Clock, SystemClock, iso, parse_iso, wall
 from hlmem.config import Config, load_config
 from hlmem.errors import ClosedError, InputError
+from hlmem.gateway import Gateway
 from hlmem.ingest import EventWriter, coerce_event
+from hlmem.lexicon import Lexicon, load_lexicon
 from hlmem.messages import (
+    Candidate,
     Claim,
+    ClaimDraft,
+    ClaimScope,
+    ClaimsProposed,
     ClaimStatus,
     EventIn,
     EvidenceSpan,
@@ -36,10 +43,11 @@ from hlmem.messages import (
     SessionEnded,
     SessionKind,
 )
-from hlmem.pipeline import Pipeline
+from hlmem.pipeline import Pipeline, needs_gateway
 from hlmem.queue import JobQueue, JobSpec
-from hlmem.store import Store
-from hlmem.text import tokens
+from hlmem.slots import SPEAKER, subject_key
+from hlmem.store import Store, SyncTx
+from hlmem.text import content_hash, derived_id, language_of, tokens
 
 PipelineMode = Literal["inline", "external"]
 
@@ -56,6 +64,15 @@ class Stats(BaseModel):
     jobs: dict[str, dict[str, int]]
 
 
+class Supersession(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    old: str
+    new: str
+    reason: str
+    created_at: datetime
+
+
 class JobRow(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -64,6 +81,8 @@ class JobRow(BaseModel):
     status: str
     attempts: int
     last_error: str | None
+    #: what explains a failure beyond its message, e.g. a model's raw answer
+    detail: str | None = None
     created_at: float
     updated_at: float
     payload: dict[str, Any]
@@ -102,6 +121,7 @@ class Memory:
         self._queue: JobQueue | None = None
         self._writer: EventWriter | None = None
         self._pipeline: Pipeline | None = None
+        self._lex: Lexicon | None = None
 
     async def __aenter__(self) -> Memory:
         stack = AsyncExitStack()
@@ -111,11 +131,17 @@ class Memory:
             stack.push_async_callback(self._store.close)
             self._queue = JobQueue(self._store, lease_s=self.config.pipeline.lease_s)
             stack.callback(self._queue.retire)
+            gateway = None
+            if self.mode == "inline" and needs_gateway(self.config):
+                # Entered before the task group, so it closes after the stages have stopped.
+                gateway = await stack.enter_async_context(
+                    Gateway.open(self.config, self._store, clock=self.clock)
+                )
             tg = await stack.enter_async_context(anyio.create_task_group())
             self._writer = EventWriter(self._queue, self.config.ingest, self.clock)
             await tg.start(self._writer.run)
             if self.mode == "inline":
-                self._pipeline = Pipeline(self._queue, self.config, self.clock)
+                self._pipeline = Pipeline(self._queue, self.config, self.clock, gateway)
                 await tg.start(self._pipeline.run)
         except BaseException as exc:
             await stack.__aexit__(type(exc), exc, exc.__traceback__)
@@ -216,6 +242,97 @@ class Memory:
             out.extend(i for i, _ in await self.writer.submit(rows[start : start + size]))
         return out
 
+    async def remember(
+        self,
+        subject: str,
+        predicate: str,
+        value: str,
+        *,
+        text: str | None = None,
+        namespace: str | None = None,
+        session_id: str = "remember",
+        event_id: str | None = None,
+        polarity: Literal[1, -1] = 1,
+        qualifiers: Iterable[str] = (),
+        scope: ClaimScope = "long_term",
+        valid_from: datetime | None = None,
+        valid_to: datetime | None = None,
+        importance: float = 0.7,
+        confidence: float = 1.0,
+    ) -> str:
+        """Record an explicit memory: one event and its claim, with no extraction.
+
+        The claim still goes through admission (the worth-remembering gate and tombstones),
+        dedup and conflict, so a structured write merges with, or supersedes, what is known.
+        The event (whose content is ``text``, or "subject predicate value") is the claim's
+        evidence. ``predicate`` is mapped onto the lexicon's slots like an extractor's.
+        Returns the event id; like ``add_event``, a known ``event_id`` is a no-op.
+
+        :raises InputError: a blank field, or an invalid time, score or scope.
+        """
+        ns = namespace or self.config.ingest.default_namespace
+        content = text if text is not None else f"{subject} {predicate} {value}"
+        occurred = self.clock.now()
+        try:
+            draft = ClaimDraft(
+                subject=_field("subject", subject),
+                predicate=self._lexicon().canonical_predicate(_field("predicate", predicate)),
+                value=_field("value", value),
+                text=_field("text", content),
+                language=language_of(content),
+                polarity=polarity,
+                qualifiers=tuple(qualifiers),
+                scope=scope,
+                importance=importance,
+                confidence=confidence,
+                valid_from=valid_from or occurred,
+                valid_to=valid_to,
+                evidence=(
+                    EvidenceSpan(event_id="-", quote=content, start_char=0, end_char=len(content)),
+                ),
+            )
+            event = coerce_event(
+                {
+                    "session_id": session_id,
+                    "content": content,
+                    "namespace": ns,
+                    "event_id": event_id,
+                    "occurred_at": occurred,
+                    "metadata": {"remember": {"subject": subject, "predicate": predicate}},
+                }
+            )
+        except ValidationError as exc:
+            raise InputError(f"remember: {exc.errors()[0]['msg']}") from None
+        row = self.writer.prepare(event)
+        evidence = draft.evidence[0].model_copy(update={"event_id": row[0]})
+        candidate = Candidate(
+            key=derived_id("clm", "remember", row[0]),
+            namespace=ns,
+            draft=draft.model_copy(update={"evidence": (evidence,)}),
+            recorded_at=occurred,
+            source="remember",
+            extractor="remember",
+        )
+        spec = JobSpec("admission", ClaimsProposed(candidates=(candidate,)), namespace=ns)
+        now = wall()
+
+        def write(tx: SyncTx) -> str:
+            if tx.fetchall("existing_event_ids", (json.dumps([row[0]]),)):
+                return row[0]
+            tx.execute("insert_event", (*row[:5], content_hash(content), *row[6:]))
+            tx.execute("insert_session", (row[1], row[2], row[9], row[7]))
+            tx.execute("insert_job", spec.row(now))
+            return row[0]
+
+        stored = await self.store.run_in_transaction(write)
+        self.queue.ring({"admission"})
+        return stored
+
+    def _lexicon(self) -> Lexicon:
+        if self._lex is None:
+            self._lex = load_lexicon(self.config.extractor.lexicon_paths)
+        return self._lex
+
     async def end_session(self, session_id: str, *, namespace: str | None = None) -> None:
         """Close the session's open window (after every event already acknowledged)."""
         ns = namespace or self.config.ingest.default_namespace
@@ -269,15 +386,45 @@ class Memory:
             jobs=jobs,
         )
 
-    async def claims(self, *, namespace: str | None = None, limit: int = 1000) -> list[Claim]:
-        """Active claims of a namespace, newest first, with their evidence."""
+    async def claims(
+        self,
+        *,
+        namespace: str | None = None,
+        subject: str | None = None,
+        predicate: str | None = None,
+        history: bool = False,
+        as_of: datetime | None = None,
+        valid_at: datetime | None = None,
+        limit: int = 1000,
+    ) -> list[Claim]:
+        """Claims of a namespace with their evidence, newest learned first.
+
+        By default the current beliefs (active claims). ``history=True`` adds the superseded
+        ones. ``as_of=t`` answers "what did the system believe at t" (recorded time: learned
+        by t and not yet retracted then); ``valid_at=t`` answers "what was true at t" (valid
+        time). Both may be combined; either implies the history.
+        """
         ns = namespace or self.config.ingest.default_namespace
-        rows = await self.store.fetchall("active_claims", (ns, limit))
+        view = "history" if history or as_of or valid_at else "current"
+        if subject is not None:
+            subject = subject_key(subject) if subject_key(subject) == SPEAKER else subject
+        rows = await self.store.fetchall(
+            "select_claims",
+            {
+                "namespace": ns,
+                "view": view,
+                "subject": subject,
+                "predicate": predicate,
+                "as_of": iso(as_of) if as_of else None,
+                "valid_at": iso(valid_at) if valid_at else None,
+                "limit": limit,
+            },
+        )
         ev: dict[str, list[EvidenceSpan]] = {}
         ids = json.dumps([r[0] for r in rows])
         for e in await self.store.fetchall("evidence_for_claims", (ids,)):
             ev.setdefault(e[0], []).append(
-                EvidenceSpan(event_id=e[1], quote=e[2], start_char=e[3], end_char=e[4])
+                EvidenceSpan(event_id=e[1], quote=redact(e[2]), start_char=e[3], end_char=e[4])
             )
         return [
             Claim(
@@ -294,9 +441,22 @@ class Memory:
                 valid_from=parse_iso(r[10]) if r[10] else None,
                 valid_to=parse_iso(r[11]) if r[11] else None,
                 recorded_at=parse_iso(r[12]),
+                polarity=r[13],
+                qualifiers=tuple(json.loads(r[14])),
+                scope=r[15],
+                retracted_at=parse_iso(r[16]) if r[16] else None,
+                superseded_by=r[17],
                 evidence=tuple(ev.get(r[0], ())),
             )
             for r in rows
+        ]
+
+    async def supersessions(self, claim_ids: Iterable[str]) -> list[Supersession]:
+        """Why claims replaced one another: every supersession touching ``claim_ids``."""
+        ids = json.dumps(list(claim_ids))
+        return [
+            Supersession(old=r[0], new=r[1], reason=r[2], created_at=parse_iso(r[3]))
+            for r in await self.store.fetchall("supersessions_of", (ids, ids))
         ]
 
     async def recall(
@@ -337,6 +497,7 @@ class Memory:
                 status=r[2],
                 attempts=r[3],
                 last_error=r[5],
+                detail=r[9],
                 created_at=r[6],
                 updated_at=r[7],
                 payload=_payload_dict(r[8]),
@@ -361,3 +522,9 @@ def _payload_dict(text: str) -> dict[str, Any]:
     except ValueError:
         return {"invalid": text}
     return value if isinstance(value, dict) else {"invalid": text}
+
+
+def _field(name: str, value: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"remember: {name} is blank")
+    return value.strip()

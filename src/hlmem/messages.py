@@ -52,6 +52,7 @@ class JobStatus(StrEnum):
 
 
 class ClaimStatus(StrEnum):
+    PENDING = "pending"  # between dedup and conflict: never shown
     ACTIVE = "active"
     SUPERSEDED = "superseded"
     ARCHIVED = "archived"
@@ -111,6 +112,63 @@ class Event(_Frozen):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
+# --- window and claim records ---------------------------------------------------------------
+
+
+class WindowPiece(_Frozen):
+    """One item of a window: an event, or one chunk of a long event, with its text."""
+
+    event_id: str
+    chunk_no: int
+    chunk_count: int
+    start_char: int
+    end_char: int
+    role: Role
+    text: str
+    occurred_at: datetime
+
+
+class WindowText(_Frozen):
+    """A closed window with the text of its pieces, as the extractor sees it."""
+
+    window_id: str
+    namespace: str
+    session_id: str
+    pieces: tuple[WindowPiece, ...]
+
+
+ClaimScope = Literal["long_term", "short_term", "plan"]
+
+
+class EvidenceSpan(_Frozen):
+    event_id: str
+    quote: str
+    start_char: int
+    end_char: int
+
+
+class ClaimDraft(_Frozen):
+    """A claim proposed by an extractor, before it is stored."""
+
+    subject: str
+    predicate: str
+    value: str
+    text: str
+    language: str
+    polarity: Literal[1, -1] = 1
+    qualifiers: tuple[str, ...] = ()
+    #: how long the claim is meant to hold: long_term (facts, preferences), short_term
+    #: (temporary states, "暂时"), plan (something scheduled or due)
+    scope: ClaimScope = "long_term"
+    importance: float = Field(0.5, ge=0, le=1)
+    confidence: float = Field(0.8, ge=0, le=1)
+    #: valid time: when it is (or was, or will be) true in the world, resolved against the
+    #: telling event's own timestamp; None when the text does not say
+    valid_from: AwareDatetime | None = None
+    valid_to: AwareDatetime | None = None
+    evidence: tuple[EvidenceSpan, ...] = Field(min_length=1)
+
+
 # --- job payloads ---------------------------------------------------------------------------
 
 
@@ -146,8 +204,61 @@ class WindowClosed(_Frozen):
     session_id: str
 
 
+class Candidate(_Frozen):
+    """A proposed claim on its way through admission and dedup. ``key`` is derived from where
+    it came from (window and place, or the remember event), so a replay proposes the same key;
+    it becomes the claim's id when the claim is new."""
+
+    key: str
+    namespace: str
+    draft: ClaimDraft
+    #: recorded time: when the agent learned it (the telling event's ingestion time, or its own
+    #: timestamp for replayed history)
+    recorded_at: AwareDatetime
+    source: Literal["extraction", "remember", "import"] = "extraction"
+    extractor: str = ""
+    window_id: str | None = None
+
+
+class ClaimsProposed(_Frozen):
+    """Admission input: the claims one extraction (or one structured write) proposes."""
+
+    kind: Literal["claims_proposed"] = "claims_proposed"
+    candidates: tuple[Candidate, ...] = Field(min_length=1)
+
+
+class ClaimsAdmitted(_Frozen):
+    """Dedup input: candidates that passed the worth-remembering gate."""
+
+    kind: Literal["claims_admitted"] = "claims_admitted"
+    candidates: tuple[Candidate, ...] = Field(min_length=1)
+
+
+class ClaimsPending(_Frozen):
+    """Conflict input: new claims written as pending by dedup, to be placed on their slots."""
+
+    kind: Literal["claims_pending"] = "claims_pending"
+    claim_ids: tuple[str, ...] = Field(min_length=1)
+
+
+class EmbedClaims(_Frozen):
+    """Embedder input: claims to embed (``claim_ids`` empty: a backfill of claims that lack a
+    vector of the configured model)."""
+
+    kind: Literal["embed_claims"] = "embed_claims"
+    claim_ids: tuple[str, ...] = ()
+
+
 JobPayload = Annotated[
-    EventsAdded | SessionEnded | FlushRequested | WindowClosed, Field(discriminator="kind")
+    EventsAdded
+    | SessionEnded
+    | FlushRequested
+    | WindowClosed
+    | ClaimsProposed
+    | ClaimsAdmitted
+    | ClaimsPending
+    | EmbedClaims,
+    Field(discriminator="kind"),
 ]
 JOB_PAYLOAD: TypeAdapter[JobPayload] = TypeAdapter(JobPayload)
 
@@ -161,54 +272,10 @@ class Job(_Frozen):
     attempts: int
 
 
-# --- window and claim records ---------------------------------------------------------------
-
-
-class WindowPiece(_Frozen):
-    """One item of a window: an event, or one chunk of a long event, with its text."""
-
-    event_id: str
-    chunk_no: int
-    chunk_count: int
-    start_char: int
-    end_char: int
-    role: Role
-    text: str
-    occurred_at: datetime
-
-
-class WindowText(_Frozen):
-    """A closed window with the text of its pieces, as the extractor sees it."""
-
-    window_id: str
-    namespace: str
-    session_id: str
-    pieces: tuple[WindowPiece, ...]
-
-
-class EvidenceSpan(_Frozen):
-    event_id: str
-    quote: str
-    start_char: int
-    end_char: int
-
-
-class ClaimDraft(_Frozen):
-    """A claim proposed by an extractor, before it is stored."""
-
-    subject: str
-    predicate: str
-    value: str
-    text: str
-    language: str
-    polarity: Literal[1, -1] = 1
-    qualifiers: tuple[str, ...] = ()
-    importance: float = Field(0.5, ge=0, le=1)
-    confidence: float = Field(0.8, ge=0, le=1)
-    evidence: tuple[EvidenceSpan, ...] = Field(min_length=1)
-
-
 class Claim(_Frozen):
+    """A stored claim with both clocks: valid time (``valid_from`` / ``valid_to``: true in the
+    world) and recorded time (``recorded_at``: learnt; ``retracted_at``: stopped believing)."""
+
     id: str
     namespace: str
     subject: str
@@ -222,6 +289,11 @@ class Claim(_Frozen):
     valid_from: datetime | None
     valid_to: datetime | None
     recorded_at: datetime
+    polarity: Literal[1, -1] = 1
+    qualifiers: tuple[str, ...] = ()
+    scope: str = "long_term"
+    retracted_at: datetime | None = None
+    superseded_by: str | None = None
     evidence: tuple[EvidenceSpan, ...] = ()
 
 

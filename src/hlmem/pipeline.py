@@ -12,37 +12,62 @@ from __future__ import annotations
 
 import logging
 import signal
+from typing import Any
 
 import anyio
 from anyio.abc import TaskStatus
 
 from hlmem.clock import Clock
-from hlmem.config import Config
+from hlmem.config import Config, StageConfig
 from hlmem.errors import Retryable, StoreError
+from hlmem.gateway import Gateway
+from hlmem.lexicon import load_lexicon
 from hlmem.queue import JobQueue
+from hlmem.stages.admission import Admission
 from hlmem.stages.base import Stage, StageRunner
+from hlmem.stages.conflict import Conflict
+from hlmem.stages.dedup import Dedup
+from hlmem.stages.embedder import Embedder
 from hlmem.stages.extractor import Extractor
 from hlmem.stages.windower import Windower
 
 log = logging.getLogger(__name__)
 
 
-def build_stages(queue: JobQueue, cfg: Config, clock: Clock) -> list[StageRunner]:
-    stages: list[tuple[Stage[object], object]] = [
-        (Windower(cfg.windower, clock), cfg.pipeline.windower),  # type: ignore[list-item]
-        (Extractor(queue.store, clock), cfg.pipeline.extractor),  # type: ignore[list-item]
+def build_stages(
+    queue: JobQueue, cfg: Config, clock: Clock, gateway: Gateway | None = None
+) -> list[StageRunner]:
+    """Every stage of the write path with its runner, in pipeline order.
+
+    :raises ValueError: a stage needs a model (``extractor.kind = "model"``, a remote
+        embedder, the dedup audit) and no gateway was given.
+    """
+    store = queue.store
+    lexicon = load_lexicon(cfg.extractor.lexicon_paths)
+    p = cfg.pipeline
+    stages: list[tuple[Stage[Any], StageConfig]] = [
+        (Windower(cfg.windower, clock), p.windower),
+        (Extractor(store, clock, cfg, lexicon=lexicon, gateway=gateway), p.extractor),
+        (Admission(store, clock, cfg.admission.mode), p.admission),
+        (Dedup(store, clock, cfg.dedup, gateway), p.dedup),
+        (Conflict(clock, lexicon), p.conflict),
+        (Embedder(store, clock, cfg.embedder, gateway), p.embedder),
     ]
-    return [
-        StageRunner(stage, queue, stage_cfg, cfg.pipeline, clock)  # type: ignore[arg-type]
-        for stage, stage_cfg in stages
-    ]
+    return [StageRunner(stage, queue, stage_cfg, p, clock) for stage, stage_cfg in stages]
+
+
+def needs_gateway(cfg: Config) -> bool:
+    """Whether any stage calls a model with this configuration."""
+    return cfg.extractor.kind == "model" or cfg.embedder.provider != "local" or cfg.dedup.audit
 
 
 class Pipeline:
-    def __init__(self, queue: JobQueue, cfg: Config, clock: Clock) -> None:
+    def __init__(
+        self, queue: JobQueue, cfg: Config, clock: Clock, gateway: Gateway | None = None
+    ) -> None:
         self.queue = queue
         self.cfg = cfg
-        self.runners = build_stages(queue, cfg, clock)
+        self.runners = build_stages(queue, cfg, clock, gateway)
         self._stop = anyio.Event()
         self.stopped = anyio.Event()
 

@@ -20,11 +20,11 @@ import re
 from datetime import UTC, date, datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from hlmem.errors import BadProviderOutput
-from hlmem.messages import ClaimDraft, EvidenceSpan, Role, WindowText
-from hlmem.providers import ChatMessage
+from hlmem.messages import ClaimDraft, ClaimScope, EvidenceSpan, Role, WindowText
+from hlmem.providers import ChatMessage, ChatRequest
 from hlmem.text import language_of
 
 EXTRACTION_PROMPT_ID = "hlmem-extract-v1"
@@ -41,8 +41,8 @@ Rules:
 - subject, value, text, qualifiers: in the language of the conversation.
 - subject "user" for the speaker; else the entity as named. predicate: short English snake_case.
 - polarity -1 when the fact is negated ("不允许删除", "no longer").
-- qualifiers: limits such as "暂时"/"temporarily".
-- valid_from (optional): ISO date when the line says when it became true.
+- qualifiers: limits such as "暂时"/"temporarily"; scope: long_term|short_term|plan.
+- valid_from/valid_to (optional): ISO dates; resolve "明天"/"5月"/"last Friday" by line date.
 - evidence: the line number and an exact, short quote copied from that line.
 - Nothing worth keeping: {{"claims":[]}}"""
 
@@ -83,12 +83,73 @@ def is_extraction(messages: list[ChatMessage] | tuple[ChatMessage, ...]) -> bool
 
 def read_window_lines(content: str) -> list[tuple[int, Role, str]]:
     """The ``(alias, role, text)`` lines of a rendered window (the inverse of rendering)."""
+    return [(alias, role, text) for alias, role, text, _ in read_window(content)]
+
+
+_HEADER_DATE = re.compile(r"first line dated (\d{4}-\d{2}-\d{2})")
+
+
+def read_window(content: str) -> list[tuple[int, Role, str, date | None]]:
+    """The ``(alias, role, text, day)`` lines of a rendered window, each with its UTC date
+    (from the header for the first line, then from the last dated line)."""
+    header = _HEADER_DATE.search(content.split("\n", 1)[0])
+    day = date.fromisoformat(header.group(1)) if header else None
     out = []
     for line in content.splitlines():
         match = _LINE.match(line)
         if match:
-            out.append((int(match.group(1)), Role(match.group(2)), _unescape(match.group(4))))
+            if match.group(3):
+                day = date.fromisoformat(match.group(3))
+            out.append(
+                (int(match.group(1)), Role(match.group(2)), _unescape(match.group(4)), day)
+            )
     return out
+
+
+# --- the dedup audit: is this pair one fact? --------------------------------------------------
+
+AUDIT_PROMPT_ID = "hlmem-dedup-audit-v1"
+
+AUDIT_SYSTEM = f"""{AUDIT_PROMPT_ID}
+Two memory claims follow as A and B. Do they state the same fact, so that keeping one loses \
+nothing (same subject, values, numbers, versions, dates, names and negation)?
+Reply with JSON only: {{"same": true}} or {{"same": false}}."""
+
+
+def audit_request(model: str, a: str, b: str) -> ChatRequest:
+    """The chat request asking whether claims ``a`` and ``b`` are one fact."""
+    return ChatRequest(
+        model=model,
+        messages=(
+            ChatMessage(role="system", content=AUDIT_SYSTEM),
+            ChatMessage(role="user", content=f"A: {_escape(a)}\nB: {_escape(b)}"),
+        ),
+        max_tokens=16,
+        json_mode=True,
+    )
+
+
+def is_audit(messages: list[ChatMessage] | tuple[ChatMessage, ...]) -> bool:
+    return bool(messages) and messages[0].content.startswith(AUDIT_PROMPT_ID)
+
+
+def read_audit(content: str) -> tuple[str, str]:
+    """The two claim texts of an audit request's user message."""
+    a, _, b = content.partition("\nB: ")
+    return _unescape(a.removeprefix("A: ")), _unescape(b)
+
+
+def parse_audit(text: str) -> bool:
+    """The audit's verdict; anything but a clear ``{"same": true}`` keeps both claims.
+
+    When in doubt keep both: an unreadable answer is a "no", not an error.
+    """
+    fenced = _FENCE.match(text)
+    try:
+        value = json.loads(fenced.group(1) if fenced else text.strip())
+    except ValueError:
+        return False
+    return isinstance(value, dict) and value.get("same") is True
 
 
 # --- the expected answer ----------------------------------------------------------------------
@@ -111,20 +172,36 @@ class ExtractedClaim(_Answer):
     text: str = Field(min_length=1)
     polarity: Literal[1, -1] = 1
     qualifiers: tuple[str, ...] = ()
+    scope: ClaimScope = "long_term"
     importance: float = Field(0.5, ge=0, le=1)
     confidence: float = Field(0.8, ge=0, le=1)
     valid_from: str | None = None
+    valid_to: str | None = None
     evidence: tuple[EvidenceRef, ...] = Field(min_length=1)
+
+    @field_validator("scope", mode="before")
+    @classmethod
+    def _known_scope(cls, value: object) -> object:
+        # An unknown scope word is not worth failing a window for.
+        return value if value in ("long_term", "short_term", "plan") else "long_term"
 
     def valid_from_time(self) -> datetime | None:
         """``valid_from`` as a UTC datetime when it is an ISO date or time, else ``None``."""
-        if not self.valid_from:
-            return None
-        try:
-            parsed = datetime.fromisoformat(self.valid_from.strip())
-        except ValueError:
-            return None
-        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+        return _iso_time(self.valid_from)
+
+    def valid_to_time(self) -> datetime | None:
+        """``valid_to`` as a UTC datetime when it is an ISO date or time, else ``None``."""
+        return _iso_time(self.valid_to)
+
+
+def _iso_time(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        parsed = datetime.fromisoformat(text.strip())
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 class ExtractionAnswer(_Answer):
@@ -165,9 +242,6 @@ def _locate(piece_text: str, quote: str) -> tuple[int, int] | None:
 def drafts_from_answer(answer: ExtractionAnswer, window: WindowText) -> list[ClaimDraft]:
     """Claim drafts with evidence in our ids and exact offsets in each event's content.
 
-    ``valid_from`` is not carried: :class:`ClaimDraft` has no such field yet (read it with
-    :meth:`ExtractedClaim.valid_from_time` from :func:`parse_answer`'s result).
-
     :raises BadProviderOutput: a line number not in the window, or a quote not on its line.
     """
     drafts = []
@@ -200,8 +274,11 @@ def drafts_from_answer(answer: ExtractionAnswer, window: WindowText) -> list[Cla
                 language=language_of(claim.text),
                 polarity=claim.polarity,
                 qualifiers=claim.qualifiers,
+                scope=claim.scope,
                 importance=claim.importance,
                 confidence=claim.confidence,
+                valid_from=claim.valid_from_time(),
+                valid_to=claim.valid_to_time(),
                 evidence=tuple(spans),
             )
         )
@@ -236,8 +313,11 @@ def answer_for(drafts: list[ClaimDraft], window: WindowText) -> ExtractionAnswer
                 text=d.text,
                 polarity=d.polarity,
                 qualifiers=d.qualifiers,
+                scope=d.scope,
                 importance=d.importance,
                 confidence=d.confidence,
+                valid_from=d.valid_from.isoformat() if d.valid_from else None,
+                valid_to=d.valid_to.isoformat() if d.valid_to else None,
                 evidence=tuple(EvidenceRef(event=alias(e), quote=e.quote) for e in d.evidence),
             )
             for d in drafts

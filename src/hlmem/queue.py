@@ -26,7 +26,7 @@ from hlmem.clock import wall
 from hlmem.config import StageConfig
 from hlmem.errors import BadJobPayload, LeaseLost
 from hlmem.messages import JOB_PAYLOAD, Job, JobPayload, JobStatus
-from hlmem.store import Store, Tx
+from hlmem.store import Store, SyncTx, Tx
 
 log = logging.getLogger(__name__)
 
@@ -146,6 +146,14 @@ class JobQueue:
         await tx.executemany("insert_job", [s.row(now) for s in specs])
         self.ring({s.kind for s in specs})
 
+    @staticmethod
+    def enqueue_sync(tx: SyncTx, specs: list[JobSpec]) -> None:
+        """:meth:`enqueue` on the writer thread (``Store.run_in_transaction``); the caller
+        rings the doorbells once the transaction has committed."""
+        if specs:
+            now = wall()
+            tx.executemany("insert_job", [s.row(now) for s in specs])
+
     async def claim(self, kind: str, limit: int) -> list[Job]:
         """Lease up to ``limit`` ready jobs of ``kind``, oldest first (one statement).
 
@@ -171,7 +179,7 @@ class JobQueue:
                 jobs.append(Job(id=row[0], kind=row[1], payload=payload, attempts=row[3]))
             for err in bad:
                 await tx.execute(
-                    "end_job", (JobStatus.FAILED, str(err), now, err.job_id, self.owner)
+                    "end_job", (JobStatus.FAILED, str(err), None, now, err.job_id, self.owner)
                 )
         return jobs
 
@@ -186,18 +194,36 @@ class JobQueue:
         if changed != len(jobs):
             raise LeaseLost([j.id for j in jobs])
 
-    async def retry(self, job: Job, error: str, run_after: float) -> None:
+    def complete_sync(self, tx: SyncTx, jobs: list[Job]) -> None:
+        """:meth:`complete` on the writer thread (``Store.run_in_transaction``).
+
+        :raises LeaseLost: as :meth:`complete` does (the transaction rolls back).
+        """
+        now = wall()
+        changed = tx.executemany("complete_job", [(now, j.id, self.owner) for j in jobs])
+        if changed != len(jobs):
+            raise LeaseLost([j.id for j in jobs])
+
+    async def retry(
+        self, job: Job, error: str, run_after: float, detail: str | None = None
+    ) -> None:
         async with self.store.transaction() as tx:
-            await tx.execute("retry_job", (run_after, error[:4000], wall(), job.id, self.owner))
+            await tx.execute(
+                "retry_job", (run_after, error[:4000], detail, wall(), job.id, self.owner)
+            )
         log.info(
             "job retry",
             extra={"action": "job_retry", "job_id": job.id, "kind": job.kind, "error": error[:200]},
         )
 
-    async def end(self, job: Job, status: JobStatus, error: str) -> None:
-        """Fail or park a job, keeping its reason."""
+    async def end(
+        self, job: Job, status: JobStatus, error: str, detail: str | None = None
+    ) -> None:
+        """Fail or park a job, keeping its reason (and ``detail``, e.g. a model's raw answer)."""
         async with self.store.transaction() as tx:
-            await tx.execute("end_job", (status, error[:4000], wall(), job.id, self.owner))
+            await tx.execute(
+                "end_job", (status, error[:4000], detail, wall(), job.id, self.owner)
+            )
         log.warning(
             "job %s",
             status,

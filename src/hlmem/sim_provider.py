@@ -41,10 +41,10 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hlmem import rules
+from hlmem import atoms, rules
 from hlmem.embedding import DEFAULT_DIM, LocalEmbedder
 from hlmem.messages import WindowPiece, WindowText
-from hlmem.prompts import answer_for, is_extraction, read_window_lines
+from hlmem.prompts import answer_for, is_audit, is_extraction, read_audit, read_window
 from hlmem.providers import ChatMessage, estimate_chat_tokens, estimate_tokens
 
 log = logging.getLogger(__name__)
@@ -54,6 +54,8 @@ _CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
 _EMBED_PATHS = frozenset({"/v1/embeddings", "/embeddings"})
 _RERANK_PATHS = frozenset({"/v1/rerank", "/rerank"})
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+#: similarity at which the simulated audit calls two atom-equal claims the same fact
+AUDIT_THRESHOLD = 0.5
 _ROLES: dict[Any, Literal["system", "user", "assistant"]] = {
     "system": "system",
     "developer": "system",
@@ -75,6 +77,9 @@ class SimSettings(BaseModel):
     error_status: Literal[429, 500, 503] = 500
     retry_after_s: float | None = Field(None, ge=0)
     garbage_rate: float = Field(0.0, ge=0, le=1)
+    #: fraction of chat answers that are well-formed HTTP answers (with usage) whose message
+    #: content is malformed JSON: a model that wrote bad JSON, not a broken server
+    bad_json_rate: float = Field(0.0, ge=0, le=1)
     seed: int = 0
     price_in: float | None = Field(None, ge=0, description="per 1k prompt tokens, echoed")
     price_out: float | None = Field(None, ge=0, description="per 1k completion tokens, echoed")
@@ -103,6 +108,7 @@ class SimStats(BaseModel):
     ok_by_path: dict[str, int]
     errors_injected: int
     garbage_injected: int
+    bad_json_injected: int = 0
     rate_limited: int
     bad_requests: int
     unauthorized: int
@@ -222,6 +228,7 @@ class _State:
                 ok_by_path=dict(c.ok),
                 errors_injected=c.events["error"],
                 garbage_injected=c.events["garbage"],
+                bad_json_injected=c.events["bad_json"],
                 rate_limited=c.events["rate_limited"],
                 bad_requests=c.events["bad_request"],
                 unauthorized=c.events["unauthorized"],
@@ -275,15 +282,18 @@ class _State:
                 429, "rate limit reached (simulated)", "rate_limit_exceeded", _retry_headers(wait)
             )
 
-    def fate(self) -> tuple[bool, int | None, float]:
-        """Seeded draws for one admitted request: (error?, garbage kind or None, latency s)."""
+    def fate(self) -> tuple[bool, int | None, float, bool]:
+        """Seeded draws for one admitted request: (error?, garbage kind or None, latency s,
+        bad JSON content?). The last draw is made only when its rate is set, so the other
+        draws of a seed stay the same."""
         s = self.settings
         with self.lock:
             u_error, u_garbage, u_jitter = self.rng.random(), self.rng.random(), self.rng.random()
             kind = self.rng.randrange(3)
+            bad_json = s.bad_json_rate > 0 and self.rng.random() < s.bad_json_rate
         latency_ms = max(0.0, s.latency_ms + (2 * u_jitter - 1) * s.jitter_ms)
         garbage = kind if u_garbage < s.garbage_rate else None
-        return u_error < s.error_rate, garbage, latency_ms / 1000
+        return u_error < s.error_rate, garbage, latency_ms / 1000, bad_json
 
     def embedder(self, dim: int) -> LocalEmbedder:
         with self.lock:
@@ -339,7 +349,7 @@ def _max_tokens(payload: dict[str, Any]) -> int:
 
 def _extraction_text(messages: list[ChatMessage]) -> str:
     """The rules extractor's claims for the rendered window, in the prompt's answer schema."""
-    lines = read_window_lines(messages[1].content if len(messages) > 1 else "")
+    lines = read_window(messages[1].content if len(messages) > 1 else "")
     window = WindowText(
         window_id="sim",
         namespace="sim",
@@ -353,9 +363,11 @@ def _extraction_text(messages: list[ChatMessage]) -> str:
                 end_char=len(text),
                 role=role,
                 text=text,
-                occurred_at=_EPOCH,
+                occurred_at=(
+                    datetime(day.year, day.month, day.day, 12, tzinfo=UTC) if day else _EPOCH
+                ),
             )
-            for alias, role, text in lines
+            for alias, role, text, day in lines
         ),
     )
     return answer_for(rules.extract(window), window).model_dump_json(exclude_none=True)
@@ -388,6 +400,12 @@ def _chat(state: _State, payload: dict[str, Any]) -> _Work:
     def answer() -> _Answer:
         if is_extraction(messages):
             text = _extraction_text(messages)
+        elif is_audit(messages):
+            # The audit asks whether two claims are one fact: the deterministic funnel with a
+            # lower similarity bar answers, so the grey zone means something here too.
+            a, b = read_audit(messages[1].content if len(messages) > 1 else "")
+            same = atoms.same_fact(a, b, threshold=AUDIT_THRESHOLD)[0]
+            text = json.dumps({"same": same})
         else:
             last = next((m.content for m in reversed(messages) if m.role == "user"), "")
             reply = f"sim reply: {' '.join(last.split())[:80]}"
@@ -487,6 +505,14 @@ _ROUTES: dict[str, Callable[[_State, dict[str, Any]], _Work]] = {
     **dict.fromkeys(_EMBED_PATHS, _embeddings),
     **dict.fromkeys(_RERANK_PATHS, _rerank),
 }
+
+
+def _bad_json(answer: _Answer) -> _Answer:
+    """The same answer (and usage) with its message content cut in half: malformed JSON."""
+    body = json.loads(json.dumps(answer.body))
+    message = body["choices"][0]["message"]
+    message["content"] = message["content"][: max(1, len(message["content"]) // 2)]
+    return _Answer(body, answer.prompt_tokens, answer.completion_tokens)
 
 
 def _garbage(kind: int, answer: _Answer) -> bytes:
@@ -624,7 +650,7 @@ class _Handler(BaseHTTPRequestHandler):
             state.count("bad_request")
             raise exc if isinstance(exc, _Reply) else _bad("the body is not JSON") from None
         state.admit(tokens)
-        error, garbage, latency_s = state.fate()
+        error, garbage, latency_s, bad_json = state.fate()
         if latency_s > 0:
             state.stopping.wait(latency_s)
         if error:
@@ -633,6 +659,9 @@ class _Handler(BaseHTTPRequestHandler):
             headers = _retry_headers(s.retry_after_s) if s.retry_after_s is not None else None
             raise _error(s.error_status, "injected error (simulated)", "server_error", headers)
         result = answer()
+        if bad_json and path.endswith("/chat/completions"):
+            state.count("bad_json")
+            result = _bad_json(result)
         if garbage is not None:
             state.count("garbage")
             return _Reply(200, _garbage(garbage, result))

@@ -65,6 +65,10 @@ def _sql_text(name: str) -> str:
 QUERIES = load_queries(_sql_text("queries.sql"))
 
 
+#: first line of a migration that must run with foreign keys off (a table rebuild)
+FOREIGN_KEYS_OFF = "-- hlmem: foreign_keys=off"
+
+
 def migrations() -> list[tuple[int, str, str]]:
     """(version, name, sql) of every packaged migration, in order."""
     folder = resources.files("hlmem").joinpath("sql", "migrations")
@@ -424,20 +428,38 @@ class Store:
         for version, name, sql in known:
             if version in applied:
                 continue
-            async with self.transaction():
-                # re-check under the write lock: another process may have migrated meanwhile
-                rows = await self._writer.execute_fetchall(
-                    "SELECT 1 FROM schema_migrations WHERE version = ?", (version,)
-                )
-                if rows:
-                    continue
-                for statement in split_statements(self.module, sql):
-                    with self._errors.mapped():
-                        await self._writer.execute(statement)
-                await self._writer.execute(
-                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-                    (version, name, iso(SystemClock().now())),
-                )
+            # A migration that rebuilds a table says so on its first line: foreign keys are
+            # off while it runs (a DROP would otherwise cascade), and checked before commit.
+            rebuild = sql.startswith(FOREIGN_KEYS_OFF)
+            if rebuild:
+                await self._writer.execute("PRAGMA foreign_keys = OFF")
+            try:
+                async with self.transaction():
+                    # re-check under the write lock: another process may have migrated
+                    rows = await self._writer.execute_fetchall(
+                        "SELECT 1 FROM schema_migrations WHERE version = ?", (version,)
+                    )
+                    if rows:
+                        continue
+                    for statement in split_statements(self.module, sql):
+                        with self._errors.mapped():
+                            await self._writer.execute(statement)
+                    if rebuild:
+                        broken = list(
+                            await self._writer.execute_fetchall("PRAGMA foreign_key_check")
+                        )
+                        if broken:
+                            raise SchemaError(
+                                f"migration {name} breaks foreign keys: {tuple(broken[0])}"
+                            )
+                    await self._writer.execute(
+                        "INSERT INTO schema_migrations (version, name, applied_at)"
+                        " VALUES (?, ?, ?)",
+                        (version, name, iso(SystemClock().now())),
+                    )
+            finally:
+                if rebuild:
+                    await self._writer.execute("PRAGMA foreign_keys = ON")
             done.append(version)
             log.info("migrated", extra={"action": "migration_applied", "version": version})
         return done

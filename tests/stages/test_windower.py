@@ -19,7 +19,7 @@ from typing import Any
 
 import anyio
 import pytest
-from helpers import fast_config, rows, step, wait_until
+from helpers import apply, fast_config, rows, step, wait_until
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -30,6 +30,7 @@ from hlmem.memory import Memory
 from hlmem.stages.base import Stage
 from hlmem.stages.extractor import Extractor
 from hlmem.stages.windower import Windower
+from hlmem.store import SyncTx
 
 ZH = [
     "今天我们讨论了项目进度。",
@@ -103,8 +104,11 @@ async def step_all(mem: Memory, stage: Stage[Any], limit: int = 1000) -> None:
 
 
 async def sweep(mem: Memory, windower: Windower) -> None:
-    async with mem.store.transaction() as tx:
-        await mem.queue.enqueue(tx, await windower.tick(tx, windower.clock.now()))
+    def tick(tx: SyncTx) -> None:
+        mem.queue.enqueue_sync(tx, windower.tick(tx, windower.clock.now()))
+
+    await mem.store.run_in_transaction(tick)
+    mem.queue.ring({"extractor"})
 
 
 # --- size cap -------------------------------------------------------------------------------
@@ -505,14 +509,10 @@ async def test_replayed_windower_job_places_nothing_twice(db_path: Path) -> None
         )
         jobs = await mem.queue.claim("windower", 10)
         assert len(jobs) == 1
-        async with mem.store.transaction() as tx:
-            outputs = await windower.apply(tx, jobs, None)
-            await mem.queue.enqueue(tx, outputs)
-            await mem.queue.complete(tx, jobs)
+        await apply(mem, windower, jobs, None, complete=True)
         before = windows(db_path)
         for _ in range(2):  # the same job applied again (a replay after a lost ack)
-            async with mem.store.transaction() as tx:
-                assert await windower.apply(tx, jobs, None) == []
+            assert await apply(mem, windower, jobs, None) == []
 
     after = windows(db_path)
     assert after == before
@@ -627,7 +627,7 @@ async def _run_ops(db: Path, cfg: Config, ops: list[tuple[Any, ...]], final_batc
                 await sweep(mem, windower)
         await step_all(mem, windower, limit=final_batch)
         await step_all(mem, Extractor(mem.store, clock), limit=3)
-        backlog = await mem.queue.backlog()
+        backlog = await mem.queue.backlog("windower") + await mem.queue.backlog("extractor")
     assert backlog == 0
 
 

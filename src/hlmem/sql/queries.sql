@@ -67,11 +67,12 @@ WHERE id = ? AND status = 'doing' AND owner = ?;
 
 -- name: retry_job
 UPDATE jobs SET status = 'todo', owner = NULL, lease_until = NULL, run_after = ?,
-                last_error = ?, updated_at = ?
+                last_error = ?, detail = ?, updated_at = ?
 WHERE id = ? AND status = 'doing' AND owner = ?;
 
 -- name: end_job
-UPDATE jobs SET status = ?, owner = NULL, lease_until = NULL, last_error = ?, updated_at = ?
+UPDATE jobs SET status = ?, owner = NULL, lease_until = NULL, last_error = ?, detail = ?,
+                updated_at = ?
 WHERE id = ? AND status = 'doing' AND owner = ?;
 
 -- name: release_job
@@ -97,7 +98,8 @@ WHERE status = 'doing' AND owner = ?;
 SELECT kind, status, count(*) AS n, min(created_at) AS oldest FROM jobs GROUP BY kind, status;
 
 -- name: list_jobs
-SELECT id, kind, status, attempts, run_after, last_error, created_at, updated_at, payload
+SELECT id, kind, status, attempts, run_after, last_error, created_at, updated_at, payload,
+       detail
 FROM jobs
 WHERE (:status IS NULL OR status = :status) AND (:kind IS NULL OR kind = :kind)
 ORDER BY id DESC
@@ -153,7 +155,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?);
 -- name: window_pieces
 SELECT wi.window_id, w.namespace, w.session_id, wi.event_id, wi.chunk_no, wi.chunk_count,
        wi.start_char, wi.end_char, e.role, e.occurred_at,
-       substr(e.content, wi.start_char + 1, wi.end_char - wi.start_char) AS text
+       substr(e.content, wi.start_char + 1, wi.end_char - wi.start_char) AS text,
+       e.recorded_at, e.origin_class, e.session_kind
 FROM window_items wi
 JOIN windows w ON w.id = wi.window_id
 JOIN events e ON e.id = wi.event_id
@@ -167,11 +170,13 @@ SELECT window_id FROM extractions WHERE window_id IN (SELECT value FROM json_eac
 INSERT OR IGNORE INTO extractions (window_id, extractor, model, claim_count, job_id, created_at)
 VALUES (?, ?, ?, ?, ?, ?);
 
--- name: insert_claim
+-- name: insert_pending_claim
+-- Dedup's new claims: pending (invisible) until the conflict stage places them.
 INSERT OR IGNORE INTO claims (id, namespace, subject, predicate, value, text, qualifiers,
-                              polarity, importance, confidence, language, content_hash,
-                              slot_key, status, valid_from, recorded_at, extractor, window_id)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?);
+                              polarity, scope, importance, confidence, language, content_hash,
+                              slot_key, value_key, status, valid_from, valid_to, recorded_at,
+                              extractor, window_id, source, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?);
 
 -- name: insert_evidence
 INSERT OR IGNORE INTO evidence (claim_id, event_id, quote, start_char, end_char)
@@ -195,12 +200,30 @@ SELECT count(*) FROM extractions;
 -- name: count_evidence
 SELECT count(*) FROM evidence;
 
--- name: active_claims
+-- name: select_claims
+-- Claims of a namespace by belief: :view 'current' (active), 'history' (active and
+-- superseded); :as_of = believed at that recorded time; :valid_at = true at that valid time.
 SELECT id, namespace, subject, predicate, value, text, status, language, importance,
-       confidence, valid_from, valid_to, recorded_at
-FROM claims WHERE namespace = ? AND status = 'active'
-ORDER BY recorded_at DESC
-LIMIT ?;
+       confidence, valid_from, valid_to, recorded_at, polarity, qualifiers, scope,
+       retracted_at, superseded_by
+FROM claims
+WHERE namespace = :namespace
+  AND (CASE WHEN :view = 'current' THEN status = 'active'
+            ELSE status IN ('active', 'superseded') END)
+  AND (:subject IS NULL OR subject = :subject)
+  AND (:predicate IS NULL OR predicate = :predicate)
+  AND (:as_of IS NULL OR (recorded_at <= :as_of
+                          AND (retracted_at IS NULL OR retracted_at > :as_of)))
+  AND (:valid_at IS NULL OR ((valid_from IS NULL OR valid_from <= :valid_at)
+                             AND (valid_to IS NULL OR valid_to > :valid_at)))
+ORDER BY recorded_at DESC, id
+LIMIT :limit;
+
+-- name: supersessions_of
+SELECT old_claim_id, new_claim_id, reason, created_at FROM supersessions
+WHERE old_claim_id IN (SELECT value FROM json_each(?))
+   OR new_claim_id IN (SELECT value FROM json_each(?))
+ORDER BY created_at;
 
 -- name: evidence_for_claims
 SELECT claim_id, event_id, quote, start_char, end_char FROM evidence
@@ -276,3 +299,125 @@ SELECT count(*) FROM claims WHERE recorded_at >= ?;
 SELECT period, namespace, amount FROM budget_usage
 WHERE period IN (SELECT value FROM json_each(?))
 ORDER BY period, namespace;
+
+-- --- write-path cognition: admission, dedup, conflict, embedder (stages/) ------------------
+
+-- name: insert_admission_decision
+INSERT INTO admission_decisions (event_id, claim_key, mode, decision, rule, created_at)
+VALUES (?, ?, ?, ?, ?, ?);
+
+-- name: tombstoned_keys
+-- Which of the given claim keys and slot-value keys a forget has tombstoned.
+SELECT key FROM tombstones
+WHERE (kind = 'claim' OR kind = 'slot') AND key IN (SELECT value FROM json_each(?));
+
+-- name: claims_by_hash
+-- Live (pending or active) claims with one of the given (namespace, content hash) keys.
+SELECT c.id, c.namespace, c.content_hash, c.subject, c.text, c.polarity, c.rowid
+FROM claims c
+JOIN json_each(?) j ON c.namespace = json_extract(j.value, '$[0]')
+                   AND c.content_hash = json_extract(j.value, '$[1]')
+WHERE c.status IN ('pending', 'active');
+
+-- name: slot_candidates
+-- The newest live claims of one slot, for similarity dedup.
+SELECT id, subject, text, polarity, rowid FROM claims
+WHERE namespace = ? AND slot_key = ? AND status IN ('pending', 'active')
+ORDER BY rowid DESC
+LIMIT ?;
+
+-- name: max_claim_rowid
+SELECT coalesce(max(rowid), 0) FROM claims;
+
+-- name: slot_claims_since
+-- Live claims of the given slots written after a snapshot (another process's dedup).
+SELECT id, namespace, slot_key, content_hash, subject, text, polarity, rowid FROM claims
+WHERE rowid > ? AND status IN ('pending', 'active')
+  AND slot_key IN (SELECT value FROM json_each(?));
+
+-- name: insert_merge
+INSERT OR IGNORE INTO claim_merges (claim_id, source_key, stage, similarity, reason, created_at)
+VALUES (?, ?, ?, ?, ?, ?);
+
+-- name: upsert_entity
+INSERT INTO entities (id, namespace, name, normalized, kind, created_at)
+VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (namespace, normalized, kind) DO NOTHING;
+
+-- name: insert_claim_entity
+INSERT OR IGNORE INTO claim_entities (claim_id, entity_id) VALUES (?, ?);
+
+-- name: claim_for_conflict
+SELECT id, namespace, subject, predicate, value, qualifiers, polarity, slot_key, value_key,
+       status, valid_from, valid_to, recorded_at
+FROM claims WHERE id = ?;
+
+-- name: slot_timeline
+-- A slot's believed claims (active or superseded), for the conflict stage: all values, or
+-- one value_key (multi-valued slots).
+SELECT id, value, qualifiers, polarity, status, valid_from, valid_to, recorded_at, value_key
+FROM claims
+WHERE namespace = :namespace AND slot_key = :slot_key AND id != :id
+  AND status IN ('active', 'superseded')
+  AND (:value_key IS NULL OR value_key = :value_key)
+ORDER BY coalesce(valid_from, recorded_at), recorded_at;
+
+-- name: activate_claim
+UPDATE claims SET status = 'active' WHERE id = ? AND status = 'pending';
+
+-- name: supersede_claim
+-- ``old`` leaves current belief: replaced by ``new`` from recorded time ``at``; its valid
+-- time ends where the new claim's begins (unless it already ended earlier).
+UPDATE claims SET status = 'superseded', superseded_by = :new, retracted_at = :at,
+                  valid_to = CASE WHEN valid_to IS NULL OR valid_to > :valid_end
+                                  THEN :valid_end ELSE valid_to END
+WHERE id = :old;
+
+-- name: end_valid_time
+UPDATE claims SET valid_to = :valid_end
+WHERE id = :id AND (valid_to IS NULL OR valid_to > :valid_end);
+
+-- name: insert_supersession
+INSERT OR IGNORE INTO supersessions (old_claim_id, new_claim_id, reason, created_at)
+VALUES (?, ?, ?, ?);
+
+-- name: move_evidence
+-- A restatement the conflict stage folds into the claim it repeats.
+INSERT OR IGNORE INTO evidence (claim_id, event_id, quote, start_char, end_char)
+SELECT :target, event_id, quote, start_char, end_char FROM evidence WHERE claim_id = :source;
+
+-- name: delete_pending_claim
+DELETE FROM claims WHERE id = ? AND status = 'pending';
+
+-- name: invalidate_observations
+UPDATE observations SET needs_recompute = 1, updated_at = :now
+WHERE id IN (SELECT observation_id FROM observation_sources WHERE claim_id = :claim_id);
+
+-- name: claims_to_embed
+-- The texts of the given claims that lack a vector of this model and version.
+SELECT c.id, c.text FROM claims c
+WHERE c.id IN (SELECT value FROM json_each(:ids))
+  AND c.status IN ('active', 'superseded')
+  AND NOT EXISTS (SELECT 1 FROM vectors v
+                  WHERE v.owner_kind = 'claim' AND v.owner_id = c.id
+                    AND v.model_id = :model AND v.model_version = :version);
+
+-- name: claims_lacking_vectors
+SELECT c.id, c.text FROM claims c
+WHERE c.status IN ('active', 'superseded')
+  AND NOT EXISTS (SELECT 1 FROM vectors v
+                  WHERE v.owner_kind = 'claim' AND v.owner_id = c.id
+                    AND v.model_id = :model AND v.model_version = :version)
+LIMIT :limit;
+
+-- name: upsert_vector
+INSERT INTO vectors (owner_kind, owner_id, model_id, model_version, dim, vector, created_at)
+VALUES ('claim', ?, ?, ?, ?, ?, ?)
+ON CONFLICT (owner_kind, owner_id, model_id) DO UPDATE SET
+    model_version = excluded.model_version, dim = excluded.dim, vector = excluded.vector,
+    created_at = excluded.created_at;
+
+-- name: bench_extraction_ledger
+-- The extractor's successful calls: count, tokens and cost (bench/extraction_cost.py).
+SELECT count(*), sum(prompt_tokens), sum(completion_tokens), sum(cost)
+FROM provider_calls WHERE stage = 'extractor' AND outcome = 'ok';

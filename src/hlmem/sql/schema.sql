@@ -7,11 +7,15 @@ CREATE INDEX budget_reservations_held ON budget_reservations (status) WHERE stat
 
 CREATE INDEX claim_entities_entity ON claim_entities (entity_id);
 
+CREATE INDEX claim_merges_source ON claim_merges (source_key);
+
 CREATE INDEX claims_hash ON claims (namespace, content_hash);
 
 CREATE INDEX claims_slot ON claims (namespace, slot_key, status);
 
 CREATE INDEX claims_status ON claims (namespace, status, recorded_at);
+
+CREATE INDEX claims_window ON claims (window_id) WHERE window_id IS NOT NULL;
 
 CREATE INDEX events_hash ON events (namespace, content_hash);
 
@@ -86,7 +90,7 @@ CREATE TABLE claim_merges (
     PRIMARY KEY (claim_id, source_key)
 ) WITHOUT ROWID;
 
-CREATE TABLE claims (
+CREATE TABLE "claims" (
     id                TEXT PRIMARY KEY,
     namespace         TEXT NOT NULL,
     subject           TEXT NOT NULL,
@@ -101,8 +105,10 @@ CREATE TABLE claims (
     language          TEXT NOT NULL DEFAULT 'und',
     content_hash      TEXT NOT NULL,
     slot_key          TEXT NOT NULL,
+    value_key         TEXT NOT NULL DEFAULT '',
     status            TEXT NOT NULL DEFAULT 'active'
-                      CHECK (status IN ('active', 'superseded', 'archived', 'forgotten')),
+                      CHECK (status IN ('pending', 'active', 'superseded', 'archived',
+                                        'forgotten')),
     valid_from        TEXT,
     valid_to          TEXT,
     recorded_at       TEXT NOT NULL,
@@ -113,7 +119,10 @@ CREATE TABLE claims (
     last_accessed_at  TEXT,
     utility           REAL NOT NULL DEFAULT 0.0,
     extractor         TEXT NOT NULL DEFAULT '',
-    window_id         TEXT
+    window_id         TEXT,
+    source            TEXT NOT NULL DEFAULT 'extraction'
+                      CHECK (source IN ('extraction', 'remember', 'import')),
+    created_at        TEXT
 );
 
 CREATE TABLE entities (
@@ -193,7 +202,7 @@ CREATE TABLE jobs (
     last_error   TEXT,
     created_at   REAL NOT NULL,
     updated_at   REAL NOT NULL
-);
+, detail TEXT);
 
 CREATE TABLE observation_sources (
     observation_id  TEXT NOT NULL REFERENCES observations (id) ON DELETE CASCADE,

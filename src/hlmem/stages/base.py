@@ -31,7 +31,7 @@ from hlmem.config import PipelineConfig, StageConfig
 from hlmem.errors import Parkable, Permanent, Retryable, StoreError
 from hlmem.messages import Job, JobStatus
 from hlmem.queue import JobQueue, JobSpec, retry_decision
-from hlmem.store import Store, Tx
+from hlmem.store import Store, SyncTx
 
 log = logging.getLogger(__name__)
 
@@ -55,11 +55,22 @@ class Stage(ABC, Generic[P]):
         """Work done outside the transaction: reads, CPU work, model calls."""
 
     @abstractmethod
-    async def apply(self, tx: Tx, jobs: list[Job], prepared: P) -> list[JobSpec]:
-        """Idempotent writes inside the job-completing transaction; return the next jobs."""
+    def apply(self, tx: SyncTx, jobs: list[Job], prepared: P) -> list[JobSpec]:
+        """Idempotent writes inside the job-completing transaction; return the next jobs.
 
-    async def tick(self, tx: Tx, now: datetime) -> list[JobSpec]:
-        """Periodic work inside a transaction (e.g. closing windows that aged out)."""
+        Runs on the writer thread, inside the transaction, in one hop with the jobs'
+        completion and the next jobs' insert (blocking and short: reads and writes of this
+        batch, no awaits, no model calls)."""
+
+    def job_errors(self, prepared: P) -> dict[int, Exception]:
+        """Jobs whose own work failed in ``prepare``, by job id: the runner retries, fails or
+        parks each of them alone while the rest of the batch completes (so one bad model
+        answer does not re-run its neighbours' calls). ``apply`` must skip them."""
+        return {}
+
+    def tick(self, tx: SyncTx, now: datetime) -> list[JobSpec]:
+        """Periodic work inside a transaction on the writer thread (e.g. closing windows that
+        aged out)."""
         return []
 
 
@@ -84,11 +95,13 @@ class StageRunner:
         self._downstream_checked = 0.0
         self._downstream_full = False
         self.finished = anyio.Event()
+        self._stopped = anyio.Event()
         self.processed = 0
 
     def stop(self) -> None:
         """Stop claiming; queued batches are still processed."""
         self._stopping = True
+        self._stopped.set()
         self.queue.ring({self.stage.name})
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -192,34 +205,54 @@ class StageRunner:
 
     async def _attempt(self, jobs: list[Job]) -> None:
         prepared = await self.stage.prepare(jobs)
-        async with self.store.transaction() as tx:
-            outputs = await self.stage.apply(tx, jobs, prepared)
-            await self.queue.enqueue(tx, outputs)
-            await self.queue.complete(tx, jobs)
-        self.processed += len(jobs)
+        errors = self.stage.job_errors(prepared)
+        ok = [j for j in jobs if j.id not in errors] if errors else jobs
+        if ok:
+
+            def write(tx: SyncTx) -> list[JobSpec]:
+                outputs = self.stage.apply(tx, ok, prepared)
+                # Completed first: a job may enqueue its own successor under its dedup key.
+                self.queue.complete_sync(tx, ok)
+                self.queue.enqueue_sync(tx, outputs)
+                return outputs
+
+            # One hop to the writer thread for the whole transaction: the writer lock is held
+            # for the SQLite work only, never across event-loop scheduling.
+            outputs = await self.store.run_in_transaction(write)
+            self.queue.ring({spec.kind for spec in outputs})
+            self.processed += len(ok)
+        for job in jobs:
+            if job.id in errors:
+                await self._failed(job, errors[job.id])
 
     async def _failed(self, job: Job, exc: Exception) -> None:
         error = f"{type(exc).__name__}: {exc}"
+        # What explains the failure beyond its message (a model's raw answer) is kept apart.
+        detail = getattr(exc, "raw", None) or None
         if isinstance(exc, Parkable):
-            await self.queue.end(job, JobStatus.PARKED, error)
+            await self.queue.end(job, JobStatus.PARKED, error, detail)
             return
         decision = (
             None if isinstance(exc, Permanent) else retry_decision(self.cfg, job.attempts, wall())
         )
         if decision is None:
-            await self.queue.end(job, JobStatus.FAILED, error)
+            await self.queue.end(job, JobStatus.FAILED, error, detail)
         else:
-            await self.queue.retry(job, error, decision.run_after)
+            await self.queue.retry(job, error, decision.run_after, detail)
 
     async def _tick_loop(self) -> None:
         interval = self.stage.tick_interval_s or 1.0
         while not self._stopping:
             try:
-                async with self.store.transaction() as tx:
-                    outputs = await self.stage.tick(tx, self.clock.now())
-                    await self.queue.enqueue(tx, outputs)
+                self.queue.ring({s.kind for s in await self.store.run_in_transaction(self._tick)})
             except Exception:
                 log.exception(
                     "tick failed", extra={"action": "tick_failed", "stage": self.stage.name}
                 )
-            await anyio.sleep(interval)
+            with anyio.move_on_after(interval):
+                await self._stopped.wait()
+
+    def _tick(self, tx: SyncTx) -> list[JobSpec]:
+        outputs = self.stage.tick(tx, self.clock.now())
+        self.queue.enqueue_sync(tx, outputs)
+        return outputs

@@ -1,123 +1,296 @@
-"""Extractor: one extraction per closed window, claims written with their evidence.
+"""Extractor: source admission, then one extraction per closed window.
 
-``prepare`` loads each window's pieces (one read for the batch) and runs the extractor outside
-the transaction; ``apply`` writes, for each window not yet extracted, one ``extractions`` row,
-its claims and their evidence links. Claim ids derive from the window id and the claim's place
-and content, so a replayed job writes nothing new, and the ``extractions`` row (keyed by window)
-is the proof that each window was extracted exactly once.
+``prepare`` loads each window's pieces with their events' provenance (one read for the batch)
+and decides source admission per event *before any model is called*: under provenance
+``enforce`` the pieces of untrusted events (external web pages, tool output, cron, heartbeat
+and subagent sessions, …) are left out of what the extractor sees, and a window with nothing
+left costs no call at all; neither does a window whose user turns are only acknowledgements,
+thanks or one-off commands (:func:`hlmem.admission.worth_extracting`). The rest goes to the
+rules extractor (in a worker thread) or, with ``extractor.kind = "model"``, to one structured
+chat call per window through the gateway; an answer that does not parse gets
+``repair_attempts`` repair calls, then the job is dead-lettered with the raw answer kept. One
+window's failure fails only its own job (``job_errors``).
+
+``apply`` writes, for each window not yet extracted, one ``extractions`` row (the proof that the
+window was extracted exactly once), the source decision of each of its events, and one
+``ClaimsProposed`` job carrying the drafts to admission. Candidate keys derive from the window
+and the draft's place and content, so a replayed job proposes the same keys.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
 from itertools import groupby
+from typing import Any
 
 import anyio
 
-from hlmem import rules
+from hlmem import admission, prompts
 from hlmem.clock import Clock, iso, parse_iso
-from hlmem.messages import ClaimDraft, Job, Role, WindowClosed, WindowPiece, WindowText
+from hlmem.config import Config
+from hlmem.errors import BadProviderOutput, ExtractionFailed
+from hlmem.gateway import Gateway
+from hlmem.lexicon import Lexicon, default_lexicon
+from hlmem.messages import (
+    Candidate,
+    ClaimDraft,
+    ClaimsProposed,
+    Job,
+    OriginClass,
+    Role,
+    SessionKind,
+    WindowClosed,
+    WindowPiece,
+    WindowText,
+)
+from hlmem.providers import ChatMessage, ChatRequest
 from hlmem.queue import JobSpec
+from hlmem.rules import NAME as RULES_NAME
+from hlmem.rules import RulesExtractor
 from hlmem.stages.base import Stage
-from hlmem.store import Store, Tx
+from hlmem.store import Store, SyncTx
 from hlmem.text import content_hash, derived_id
 
-Extracted = list[tuple[int, WindowText, list[ClaimDraft]]]
+#: origins and session kinds whose events are replayed history: a claim's recorded time is
+#: then the event's own timestamp, not the time hlmem ingested it
+REPLAYED_ORIGINS = frozenset({OriginClass.IMPORTED.value})
+REPLAYED_KINDS = frozenset({SessionKind.BATCH.value})
+
+#: the extractor name recorded for a window with nothing worth a call (no admitted user turn
+#: that could hold a memory): processed, exactly once, for free
+NOTHING_TO_EXTRACT = "skipped:nothing-to-extract"
+
+REPAIR_PROMPT = (
+    "Your answer could not be used: {error}\n"
+    'Reply again with JSON only, {{"claims":[...]}} as instructed, quoting lines exactly.'
+)
+
+
+@dataclass
+class _Source:
+    """One event's provenance as the extractor needs it."""
+
+    occurred_at: datetime
+    recorded_at: datetime
+    origin_class: str
+    session_kind: str
+    decision: admission.Decision
+
+    @property
+    def learned_at(self) -> datetime:
+        """Recorded time of what this event tells: when the agent learned it."""
+        replayed = self.origin_class in REPLAYED_ORIGINS or self.session_kind in REPLAYED_KINDS
+        return min(self.occurred_at, self.recorded_at) if replayed else self.recorded_at
+
+
+@dataclass
+class _Window:
+    job_id: int
+    window: WindowText  # only the pieces admitted to extraction
+    sources: dict[str, _Source]
+    drafts: list[ClaimDraft] = field(default_factory=list)
+    model: str = ""
+    error: Exception | None = None
+
+    @cached_property
+    def worth_extracting(self) -> bool:
+        """Whether any admitted user turn can hold a memory: a window of acknowledgements,
+        thanks and one-off commands (or of other roles only) costs no extraction call."""
+        return any(
+            p.role is Role.USER and admission.worth_extracting(p.text) for p in self.window.pieces
+        )
+
+
+Extracted = list[_Window]
 
 
 class Extractor(Stage[Extracted]):
     name = "extractor"
+    downstream = "admission"
 
     def __init__(
         self,
         store: Store,
         clock: Clock,
+        cfg: Config | None = None,
         *,
-        extract: Callable[[WindowText], list[ClaimDraft]] = rules.extract,
-        extractor_name: str = rules.NAME,
+        lexicon: Lexicon | None = None,
+        gateway: Gateway | None = None,
     ) -> None:
+        cfg = cfg or Config()
+        lexicon = lexicon or default_lexicon()
+        if cfg.extractor.kind == "model" and gateway is None:
+            raise ValueError('extractor.kind = "model" needs a gateway')
         self.store = store
         self.clock = clock
-        self.extract = extract
-        self.extractor_name = extractor_name
+        self.cfg = cfg
+        self.lexicon = lexicon
+        self.gateway = gateway
+        self.rules = RulesExtractor(lexicon)
+        self.policy = admission.SourcePolicy(
+            mode=cfg.admission.mode,
+            untrusted_origins=frozenset(cfg.admission.untrusted_origins),
+            untrusted_session_kinds=frozenset(cfg.admission.untrusted_session_kinds),
+        )
+        model = cfg.extractor.kind == "model"
+        self.extractor_name = f"model:{cfg.extractor.model}" if model else RULES_NAME
+
+    # --- prepare: outside the transaction ----------------------------------------------------
 
     async def prepare(self, jobs: list[Job]) -> Extracted:
         by_window = {j.payload.window_id: j for j in jobs if isinstance(j.payload, WindowClosed)}
         rows = await self.store.fetchall("window_pieces", (json.dumps(list(by_window)),))
-        windows = []
-        for window_id, group in groupby(rows, key=lambda r: r[0]):
-            pieces = list(group)
-            windows.append(
-                WindowText(
-                    window_id=window_id,
-                    namespace=pieces[0][1],
-                    session_id=pieces[0][2],
-                    pieces=tuple(
-                        WindowPiece(
-                            event_id=r[3],
-                            chunk_no=r[4],
-                            chunk_count=r[5],
-                            start_char=r[6],
-                            end_char=r[7],
-                            role=Role(r[8]),
-                            occurred_at=parse_iso(r[9]),
-                            text=r[10],
-                        )
-                        for r in pieces
-                    ),
+        out = [self._window(by_window[wid].id, list(g)) for wid, g in groupby(rows, lambda r: r[0])]
+        todo = [w for w in out if w.worth_extracting]
+        if self.cfg.extractor.kind == "model":
+            async with anyio.create_task_group() as tg:
+                for w in todo:
+                    tg.start_soon(self._model_extract, w)
+        elif todo:
+
+            def run() -> None:
+                for w in todo:
+                    w.drafts = self.rules.extract(w.window)
+
+            await anyio.to_thread.run_sync(run)
+        return out
+
+    def _window(self, job_id: int, rows: list[Any]) -> _Window:
+        sources: dict[str, _Source] = {}
+        pieces = []
+        for r in rows:
+            source = sources.get(r[3])
+            if source is None:
+                source = sources[r[3]] = _Source(
+                    occurred_at=parse_iso(r[9]),
+                    recorded_at=parse_iso(r[11]),
+                    origin_class=r[12],
+                    session_kind=r[13],
+                    decision=admission.source_decision(self.policy, r[12], r[13]),
                 )
-            )
-
-        def run() -> Extracted:
-            return [(by_window[w.window_id].id, w, self.extract(w)) for w in windows]
-
-        return await anyio.to_thread.run_sync(run)
-
-    async def apply(self, tx: Tx, jobs: list[Job], prepared: Extracted) -> list[JobSpec]:
-        ids = json.dumps([w.window_id for _, w, _ in prepared])
-        done = {r[0] for r in await tx.fetchall("existing_extractions", (ids,))}
-        now = iso(self.clock.now())
-        extractions: list[tuple[object, ...]] = []
-        claims: list[tuple[object, ...]] = []
-        evidence: list[tuple[object, ...]] = []
-        for job_id, window, drafts in prepared:
-            if window.window_id in done:
-                continue
-            occurred = {p.event_id: p.occurred_at for p in window.pieces}
-            extractions.append(
-                (window.window_id, self.extractor_name, "", len(drafts), job_id, now)
-            )
-            for index, draft in enumerate(drafts):
-                chash = content_hash(f"{draft.subject}\x1f{draft.predicate}\x1f{draft.value}")
-                claim_id = derived_id("clm", window.window_id, index, chash)
-                first = draft.evidence[0].event_id
-                claims.append(
-                    (
-                        claim_id,
-                        window.namespace,
-                        draft.subject,
-                        draft.predicate,
-                        draft.value,
-                        draft.text,
-                        json.dumps(list(draft.qualifiers), ensure_ascii=False),
-                        draft.polarity,
-                        draft.importance,
-                        draft.confidence,
-                        draft.language,
-                        chash,
-                        derived_id("slot", window.namespace, draft.subject, draft.predicate),
-                        iso(occurred[first]) if first in occurred else None,
-                        now,
-                        self.extractor_name,
-                        window.window_id,
+            if source.decision.sends_to_extraction:
+                # Rows the store wrote and checked: built without validation (hot path).
+                pieces.append(
+                    WindowPiece.model_construct(
+                        event_id=r[3],
+                        chunk_no=r[4],
+                        chunk_count=r[5],
+                        start_char=r[6],
+                        end_char=r[7],
+                        role=Role(r[8]),
+                        occurred_at=source.occurred_at,
+                        text=r[10],
                     )
                 )
-                evidence.extend(
-                    (claim_id, span.event_id, span.quote, span.start_char, span.end_char)
-                    for span in draft.evidence
+        window = WindowText.model_construct(
+            window_id=rows[0][0], namespace=rows[0][1], session_id=rows[0][2], pieces=tuple(pieces)
+        )
+        return _Window(job_id=job_id, window=window, sources=sources)
+
+    async def _model_extract(self, w: _Window) -> None:
+        assert self.gateway is not None
+        cfg = self.cfg.extractor
+        messages = prompts.render_extraction(w.window)
+        w.model = cfg.model
+        for attempt in range(cfg.repair_attempts + 1):
+            request = ChatRequest(
+                model=cfg.model,
+                messages=tuple(messages),
+                max_tokens=cfg.max_tokens,
+                temperature=cfg.temperature,
+                json_mode=True,
+            )
+            try:
+                answer = await self.gateway.chat(
+                    stage=self.name,
+                    provider=cfg.provider,
+                    request=request,
+                    namespace=w.window.namespace,
+                    job_id=w.job_id,
                 )
-        await tx.executemany("insert_extraction", extractions)
-        await tx.executemany("insert_claim", claims)
-        await tx.executemany("insert_evidence", evidence)
-        return []
+            except Exception as exc:  # this window's job retries, parks or fails alone
+                w.error = exc
+                return
+            try:
+                drafts = prompts.parse_extraction(answer.text, w.window)
+            except BadProviderOutput as exc:
+                if attempt == cfg.repair_attempts:
+                    w.error = ExtractionFailed(exc.detail, answer.text)
+                    return
+                messages = [
+                    *messages,
+                    ChatMessage(role="assistant", content=answer.text),
+                    ChatMessage(role="user", content=REPAIR_PROMPT.format(error=exc.detail)),
+                ]
+                continue
+            w.drafts = [self._canonical(d) for d in drafts]
+            return
+
+    def _canonical(self, draft: ClaimDraft) -> ClaimDraft:
+        """A model's predicate mapped onto the lexicon's slots (e.g. ``theme`` → ``ui_theme``)."""
+        predicate = self.lexicon.canonical_predicate(draft.predicate)
+        slot = self.lexicon.slot_of_value(draft.value)
+        if slot is not None and predicate in ("prefers", "preference", "uses", "likes"):
+            predicate = slot
+        return (
+            draft
+            if predicate == draft.predicate
+            else draft.model_copy(update={"predicate": predicate})
+        )
+
+    def job_errors(self, prepared: Extracted) -> dict[int, Exception]:
+        return {w.job_id: w.error for w in prepared if w.error is not None}
+
+    # --- apply: inside the job-completing transaction ----------------------------------------
+
+    def apply(self, tx: SyncTx, jobs: list[Job], prepared: Extracted) -> list[JobSpec]:
+        mine = {j.id for j in jobs}
+        todo = [w for w in prepared if w.job_id in mine]
+        ids = json.dumps([w.window.window_id for w in todo])
+        done = {r[0] for r in tx.fetchall("existing_extractions", (ids,))}
+        now = iso(self.clock.now())
+        extractions: list[tuple[object, ...]] = []
+        decisions: list[tuple[object, ...]] = []
+        out: list[JobSpec] = []
+        for w in todo:
+            window = w.window
+            if window.window_id in done:
+                continue
+            name = self.extractor_name if w.worth_extracting else NOTHING_TO_EXTRACT
+            extractions.append((window.window_id, name, w.model, len(w.drafts), w.job_id, now))
+            decisions.extend(
+                (event_id, None, self.policy.mode, s.decision.decision, s.decision.rule, now)
+                for event_id, s in w.sources.items()
+            )
+            candidates = tuple(self._candidate(w, i, d) for i, d in enumerate(w.drafts))
+            if candidates:
+                out.append(
+                    JobSpec(
+                        "admission",
+                        ClaimsProposed(candidates=candidates),
+                        namespace=window.namespace,
+                        size=len(candidates),
+                    )
+                )
+        tx.executemany("insert_extraction", extractions)
+        tx.executemany("insert_admission_decision", decisions)
+        return out
+
+    def _candidate(self, w: _Window, index: int, draft: ClaimDraft) -> Candidate:
+        first = w.sources[draft.evidence[0].event_id]
+        if draft.valid_from is None:
+            # Said without a time: true from when it was said (the event's own time).
+            draft = draft.model_copy(update={"valid_from": first.occurred_at})
+        chash = content_hash(f"{draft.subject}\x1f{draft.predicate}\x1f{draft.value}")
+        return Candidate(
+            key=derived_id("clm", w.window.window_id, index, chash),
+            namespace=w.window.namespace,
+            draft=draft,
+            recorded_at=first.learned_at,
+            source="extraction",
+            extractor=self.extractor_name,
+            window_id=w.window.window_id,
+        )

@@ -21,7 +21,7 @@ from hlmem.config import WindowerConfig
 from hlmem.messages import EventsAdded, FlushRequested, Job, SessionEnded, WindowClosed
 from hlmem.queue import JobSpec
 from hlmem.stages.base import Stage
-from hlmem.store import Tx
+from hlmem.store import SyncTx
 from hlmem.text import chunk_spans, derived_id
 
 SEP = "\x1f"
@@ -51,7 +51,8 @@ class _Batch:
     def __init__(self, cfg: WindowerConfig) -> None:
         self.cfg = cfg
         self.open: dict[str, _Window] = {}
-        self.touched: list[_Window] = []
+        # insertion-ordered set of the windows touched (by identity: a window object per id)
+        self._touched: dict[int, _Window] = {}
         self.items: list[tuple[str, int, str, int, int, int, int]] = []
 
     def load(self, rows: list[object]) -> None:
@@ -98,13 +99,16 @@ class _Batch:
             self.close(key, "size", recorded_at)
 
     def _touch(self, w: _Window) -> None:
-        if not any(t is w for t in self.touched):
-            self.touched.append(w)
+        self._touched.setdefault(id(w), w)
 
-    async def write(self, tx: Tx) -> list[JobSpec]:
+    @property
+    def touched(self) -> list[_Window]:
+        return list(self._touched.values())
+
+    def write(self, tx: SyncTx) -> list[JobSpec]:
         # Existing rows first (this is where a session's old window closes), then new rows with
         # their final state, so the one-open-window-per-session index never sees two.
-        await tx.executemany(
+        tx.executemany(
             "update_window",
             [
                 (
@@ -118,7 +122,7 @@ class _Batch:
                 if w.stored and w.dirty
             ],
         )
-        await tx.executemany(
+        tx.executemany(
             "insert_window",
             [
                 (
@@ -136,7 +140,7 @@ class _Batch:
                 if not w.stored
             ],
         )
-        await tx.executemany("insert_window_item", self.items)
+        tx.executemany("insert_window_item", self.items)
         return [
             JobSpec(
                 kind="extractor",
@@ -163,25 +167,25 @@ class Windower(Stage[None]):
     async def prepare(self, jobs: list[Job]) -> None:
         return None
 
-    async def apply(self, tx: Tx, jobs: list[Job], prepared: None) -> list[JobSpec]:
+    def apply(self, tx: SyncTx, jobs: list[Job], prepared: None) -> list[JobSpec]:
         ids = json.dumps(
             [e for j in jobs if isinstance(j.payload, EventsAdded) for e in j.payload.event_ids]
         )
-        info = {r[0]: r for r in await tx.fetchall("events_for_windowing", (ids,))}
+        info = {r[0]: r for r in tx.fetchall("events_for_windowing", (ids,))}
         long_ids = [eid for eid, r in info.items() if r[4] > self.cfg.chunk_chars]
         contents = (
-            {r[0]: r[1] for r in await tx.fetchall("event_contents", (json.dumps(long_ids),))}
+            {r[0]: r[1] for r in tx.fetchall("event_contents", (json.dumps(long_ids),))}
             if long_ids
             else {}
         )
-        placed = {(r[0], r[1]) for r in await tx.fetchall("windowed_pieces", (ids,))}
+        placed = {(r[0], r[1]) for r in tx.fetchall("windowed_pieces", (ids,))}
         keys = {session_key(r[1], r[2]) for r in info.values()} | {
             session_key(j.payload.namespace, j.payload.session_id)
             for j in jobs
             if isinstance(j.payload, SessionEnded)
         }
         batch = _Batch(self.cfg)
-        batch.load(await tx.fetchall("open_windows_for_keys", (json.dumps(sorted(keys)),)))
+        batch.load(tx.fetchall("open_windows_for_keys", (json.dumps(sorted(keys)),)))
         now = iso(self.clock.now())
         for job in jobs:
             payload = job.payload
@@ -205,25 +209,25 @@ class Windower(Stage[None]):
                             )
             elif isinstance(payload, SessionEnded):
                 batch.close(session_key(payload.namespace, payload.session_id), "session_end", now)
-                await tx.execute("end_session", (now, payload.namespace, payload.session_id))
+                tx.execute("end_session", (now, payload.namespace, payload.session_id))
             elif isinstance(payload, FlushRequested):
                 scope = {"namespace": payload.namespace, "session_id": payload.session_id}
-                batch.load(await tx.fetchall("open_windows_in_scope", scope))
+                batch.load(tx.fetchall("open_windows_in_scope", scope))
                 for key in [k for k, w in batch.open.items() if _in_scope(w, payload)]:
                     batch.close(key, "flush", now)
-        return await batch.write(tx)
+        return batch.write(tx)
 
-    async def tick(self, tx: Tx, now: datetime) -> list[JobSpec]:
+    def tick(self, tx: SyncTx, now: datetime) -> list[JobSpec]:
         """Close windows whose first event is ``max_age_s`` old by the injected clock."""
         cutoff = iso(now - timedelta(seconds=self.cfg.max_age_s))
-        rows = await tx.fetchall("open_windows_due", (cutoff,))
+        rows = tx.fetchall("open_windows_due", (cutoff,))
         if not rows:
             return []
         batch = _Batch(self.cfg)
         batch.load(rows)
         for key in list(batch.open):
             batch.close(key, "age", iso(now))
-        return await batch.write(tx)
+        return batch.write(tx)
 
 
 def _in_scope(w: _Window, flush: FlushRequested) -> bool:

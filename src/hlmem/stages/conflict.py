@@ -1,0 +1,169 @@
+"""Conflict: place each new claim on its slot's timeline, with two clocks.
+
+A slot is (namespace, subject, predicate). For a **single-valued** predicate (the lexicon says
+which: ``location``, ``employer``, ``ui_theme``, …) the slot holds one current value; for a
+**multi-valued** one (``likes``, ``skill``, ``note``, …) each value has its own timeline, so
+"likes tea" and "likes coffee" never conflict, while "喝咖啡" → "不喝咖啡了" (same value,
+polarity flipped) does.
+
+For a pending claim N and the current (active) claim C of its timeline:
+
+- N repeats C (same value, polarity and qualifiers): N's evidence joins C and N is dropped
+  (it was never visible).
+- N's valid time starts at or after C's: **N supersedes C.** C stays, with its evidence, as
+  history: ``superseded``, ``retracted_at`` = when N was learned (recorded time), ``valid_to``
+  = when N became true (valid time), and a ``supersessions`` row with the reason.
+- N's valid time starts before C's (a late-arriving event, or an old fact told late): N does
+  **not** replace the newer fact. It goes into history, superseded by C from the moment it was
+  learned, valid until C (or the next claim on the timeline) began; a claim whose validity it
+  interrupts ends where N begins.
+
+Derived observations of a superseded claim are marked ``needs_recompute``. Placed claims go on
+to the embedder.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from hlmem.clock import Clock, iso, parse_iso
+from hlmem.lexicon import Lexicon
+from hlmem.messages import ClaimsPending, EmbedClaims, Job
+from hlmem.queue import JobSpec
+from hlmem.stages.base import Stage
+from hlmem.store import SyncTx
+
+
+@dataclass
+class _Row:
+    id: str
+    value: str
+    qualifiers: tuple[str, ...]
+    polarity: int
+    status: str
+    valid_from: str | None
+    valid_to: str | None
+    recorded_at: str
+
+    @property
+    def starts(self) -> str:
+        """Where the claim starts on the valid-time axis (said-without-time: when said)."""
+        return self.valid_from or self.recorded_at
+
+    def says_same(self, other: _Row) -> bool:
+        return (self.value, self.polarity, sorted(self.qualifiers)) == (
+            other.value,
+            other.polarity,
+            sorted(other.qualifiers),
+        )
+
+
+class Conflict(Stage[None]):
+    name = "conflict"
+    downstream = "embedder"
+
+    def __init__(self, clock: Clock, lexicon: Lexicon) -> None:
+        self.clock = clock
+        self.lexicon = lexicon
+
+    async def prepare(self, jobs: list[Job]) -> None:
+        return None
+
+    def apply(self, tx: SyncTx, jobs: list[Job], prepared: None) -> list[JobSpec]:
+        ids = [i for j in jobs if isinstance(j.payload, ClaimsPending) for i in j.payload.claim_ids]
+        pending = []
+        for claim_id in ids:
+            rows = tx.fetchall("claim_for_conflict", (claim_id,))
+            if rows and rows[0][9] == "pending":  # a replayed job finds its claims placed
+                pending.append(rows[0])
+        # Oldest valid time first, so a batch holding a whole history lands in order.
+        pending.sort(key=lambda r: (r[10] or r[12], r[12]))
+        placed: list[str] = []
+        now = iso(self.clock.now())
+        for row in pending:
+            if self._place(tx, row, now):
+                placed.append(row[0])
+        if not placed:
+            return []
+        return [JobSpec("embedder", EmbedClaims(claim_ids=tuple(placed)), size=len(placed))]
+
+    def _place(self, tx: SyncTx, r: Any, now: str) -> bool:
+        """Place pending claim ``r``; False when it was folded into the claim it repeats."""
+        new = _Row(r[0], r[4], tuple(json.loads(r[5])), r[6], r[9], r[10], r[11], r[12])
+        namespace, predicate, slot_key, value_key = r[1], r[3], r[7], r[8]
+        multi = self.lexicon.is_multi_valued(predicate)
+        timeline = [
+            _Row(t[0], t[1], tuple(json.loads(t[2])), t[3], t[4], t[5], t[6], t[7])
+            for t in tx.fetchall(
+                "slot_timeline",
+                {
+                    "namespace": namespace,
+                    "slot_key": slot_key,
+                    "id": new.id,
+                    "value_key": value_key if multi else None,
+                },
+            )
+        ]
+        current = next((t for t in reversed(timeline) if t.status == "active"), None)
+        if current is not None and current.says_same(new):
+            tx.execute("move_evidence", {"target": current.id, "source": new.id})
+            tx.execute(
+                "insert_merge",
+                (current.id, new.id, self.name, None, "restated: same value on the slot", now),
+            )
+            tx.execute("delete_pending_claim", (new.id,))
+            return False
+        if current is None or new.starts >= current.starts:
+            tx.execute("activate_claim", (new.id,))
+            if current is not None:
+                self._supersede(tx, current, new, _reason(current, new, predicate), now)
+            # A claim it interrupts on the timeline (history) ends where it begins.
+            self._cut_previous(tx, timeline, new)
+            return True
+        # Late arrival: the newer fact stays current; this one is history from the start.
+        later = [t for t in timeline if t.starts > new.starts]
+        valid_end = min(t.starts for t in later) if later else current.starts
+        reason = (
+            f"late: valid from {new.starts[:10]}, before the current claim "
+            f"(valid from {current.starts[:10]}); the newer fact stays"
+        )
+        tx.execute(
+            "supersede_claim",
+            {"old": new.id, "new": current.id, "at": new.recorded_at, "valid_end": valid_end},
+        )
+        tx.execute("insert_supersession", (new.id, current.id, reason, now))
+        self._cut_previous(tx, timeline, new)
+        return True
+
+    def _supersede(self, tx: SyncTx, old: _Row, new: _Row, reason: str, now: str) -> None:
+        tx.execute(
+            "supersede_claim",
+            {"old": old.id, "new": new.id, "at": new.recorded_at, "valid_end": new.starts},
+        )
+        tx.execute("insert_supersession", (old.id, new.id, reason, now))
+        tx.execute("invalidate_observations", {"now": now, "claim_id": old.id})
+
+    def _cut_previous(self, tx: SyncTx, timeline: list[_Row], new: _Row) -> None:
+        before = [t for t in timeline if t.starts < new.starts and t.status == "superseded"]
+        if before:
+            tx.execute("end_valid_time", {"id": before[-1].id, "valid_end": new.starts})
+
+
+def _reason(old: _Row, new: _Row, predicate: str) -> str:
+    if old.value == new.value and old.polarity != new.polarity:
+        what = "no longer" if new.polarity < 0 else "again"
+        return f"polarity flip on {predicate}: {what} {new.value!r}"
+    if old.value == new.value:
+        return f"{predicate} {new.value!r} restated with qualifiers {list(new.qualifiers)}"
+    quals = f" ({', '.join(new.qualifiers)})" if new.qualifiers else ""
+    return f"{predicate} changed: {old.value!r} -> {new.value!r}{quals}"
+
+
+def valid_at(claim_valid_from: str | None, claim_valid_to: str | None, t: datetime) -> bool:
+    """Whether a claim's valid-time interval contains ``t`` (open ends are unbounded)."""
+    return (claim_valid_from is None or parse_iso(claim_valid_from) <= t) and (
+        claim_valid_to is None or t < parse_iso(claim_valid_to)
+    )

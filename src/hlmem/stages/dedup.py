@@ -1,0 +1,277 @@
+"""Dedup: exact hash → protected-atom gate → similarity (→ optional model audit).
+
+For each admitted candidate, in order:
+
+1. **Exact:** a live claim (pending or active) with the same :func:`~hlmem.slots.claim_hash`
+   (subject, predicate, value, polarity, qualifiers, folded) is the same statement.
+2. **Protected atoms, then similarity:** the newest live claims of the same slot are compared
+   with :func:`hlmem.atoms.same_fact`: every protected atom (subject, numbers, versions, dates,
+   paths, negation, quotes, names) must agree *and* the texts must be at least
+   ``dedup.similarity_threshold`` alike. Otherwise both are kept: a duplicate wastes a little
+   space, a wrong merge rewrites a fact.
+3. **Audit (optional, off by default):** a pair whose atoms agree and whose similarity falls in
+   ``[audit_low, similarity_threshold)`` is asked of a model through the gateway.
+
+A merge adds the candidate's evidence to the existing claim (and a ``claim_merges`` row saying
+why); a new claim is written as ``pending`` with its evidence and entities and goes on to the
+conflict stage. Comparisons run in ``prepare`` on a snapshot; ``apply`` re-checks, inside the
+transaction, the claims other processes wrote since, so two workers cannot both add the same
+fact.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from hlmem import atoms
+from hlmem.clock import Clock, iso
+from hlmem.config import DedupConfig
+from hlmem.gateway import Gateway
+from hlmem.messages import Candidate, ClaimsAdmitted, ClaimsPending, Job
+from hlmem.prompts import audit_request, parse_audit
+from hlmem.queue import JobSpec
+from hlmem.slots import claim_hash, slot_key, value_key
+from hlmem.stages.base import Stage
+from hlmem.store import Store, SyncTx
+from hlmem.text import derived_id, normalize
+
+
+@dataclass
+class _Known:
+    """A live claim a candidate may merge into."""
+
+    id: str
+    subject: str
+    text: str
+    polarity: int
+
+
+@dataclass
+class _Decision:
+    candidate: Candidate
+    chash: str
+    skey: str
+    target: str | None = None
+    similarity: float | None = None
+    reason: str = ""
+    #: grey-zone pairs for the audit: (known claim, similarity)
+    grey: list[tuple[_Known, float]] = field(default_factory=list)
+    #: the candidate's own claim exists already (a replayed job): nothing is written
+    replay: bool = False
+
+    def merge(self, target: str, similarity: float, reason: str) -> None:
+        self.target, self.similarity, self.reason = target, similarity, reason
+
+
+@dataclass
+class _Prepared:
+    snapshot: int
+    decisions: list[_Decision]
+
+
+class Dedup(Stage[_Prepared]):
+    name = "dedup"
+    downstream = "conflict"
+
+    def __init__(
+        self, store: Store, clock: Clock, cfg: DedupConfig, gateway: Gateway | None = None
+    ) -> None:
+        if cfg.audit and gateway is None:
+            raise ValueError("dedup.audit needs a gateway")
+        self.store = store
+        self.clock = clock
+        self.cfg = cfg
+        self.gateway = gateway
+
+    async def prepare(self, jobs: list[Job]) -> _Prepared:
+        snapshot = int(await self.store.scalar("max_claim_rowid"))
+        decisions = [
+            _Decision(
+                c, claim_hash(c.draft), slot_key(c.namespace, c.draft.subject, c.draft.predicate)
+            )
+            for j in jobs
+            if isinstance(j.payload, ClaimsAdmitted)
+            for c in j.payload.candidates
+        ]
+        by_hash = {
+            (r[1], r[2]): r[0]
+            for r in await self.store.fetchall(
+                "claims_by_hash",
+                (json.dumps([[d.candidate.namespace, d.chash] for d in decisions]),),
+            )
+        }
+        slots: dict[tuple[str, str], list[_Known]] = {}
+        for d in decisions:
+            key = (d.candidate.namespace, d.skey)
+            if key not in slots and (key[0], d.chash) not in by_hash:
+                rows = await self.store.fetchall(
+                    "slot_candidates", (key[0], key[1], self.cfg.candidates_max)
+                )
+                slots[key] = [_Known(r[0], r[1], r[2], r[3]) for r in rows]
+
+        def decide() -> None:
+            for d in decisions:
+                self._decide(d, by_hash, slots)
+
+        await anyio.to_thread.run_sync(decide)
+        if self.cfg.audit:
+            await self._audit(decisions)
+        return _Prepared(snapshot, decisions)
+
+    def _decide(
+        self,
+        d: _Decision,
+        by_hash: dict[tuple[str, str], str],
+        slots: dict[tuple[str, str], list[_Known]],
+    ) -> None:
+        c = d.candidate
+        exact = by_hash.get((c.namespace, d.chash))
+        if exact == c.key:  # a replayed job finds its own claim: nothing to do
+            d.replay = True
+            return
+        if exact is not None:
+            d.merge(exact, 1.0, "exact: same subject, predicate, value, polarity, qualifiers")
+            return
+        known = slots.setdefault((c.namespace, d.skey), [])
+        self._compare(d, known)
+        if d.target is None and not d.replay:
+            # Later candidates of this batch compare with this one too.
+            by_hash[(c.namespace, d.chash)] = c.key
+            known.insert(0, _Known(c.key, c.draft.subject, c.draft.text, c.draft.polarity))
+
+    def _compare(self, d: _Decision, known: list[_Known]) -> None:
+        draft = d.candidate.draft
+        best: tuple[float, _Known] | None = None
+        for k in known:
+            if k.id == d.candidate.key:
+                d.replay = True  # its own claim, from an earlier run of this job
+                return
+            same, sim, reasons = atoms.same_fact(
+                draft.text,
+                k.text,
+                a_subject=draft.subject,
+                b_subject=k.subject,
+                a_polarity=draft.polarity,
+                b_polarity=k.polarity,
+                threshold=self.cfg.similarity_threshold,
+            )
+            if same and (best is None or sim > best[0]):
+                best = (sim, k)
+            elif self.cfg.audit and sim >= self.cfg.audit_low and _atoms_agree(reasons):
+                d.grey.append((k, sim))
+        if best is not None:
+            d.merge(best[1].id, best[0], f"similar: {best[0]:.2f}, every protected atom agrees")
+
+    async def _audit(self, decisions: list[_Decision]) -> None:
+        """Ask the model about grey-zone pairs, most similar first; a yes merges."""
+        assert self.gateway is not None
+        for d in decisions:
+            if d.target is not None or d.replay or not d.grey:
+                continue
+            for known, sim in sorted(d.grey, key=lambda g: -g[1]):
+                answer = await self.gateway.chat(
+                    stage=self.name,
+                    provider=self.cfg.audit_provider,
+                    request=audit_request(self.cfg.audit_model, d.candidate.draft.text, known.text),
+                    namespace=d.candidate.namespace,
+                )
+                if parse_audit(answer.text):
+                    d.merge(known.id, sim, f"audit: the model judged {sim:.2f} the same fact")
+                    break
+
+    def apply(self, tx: SyncTx, jobs: list[Job], prepared: _Prepared) -> list[JobSpec]:
+        decisions = prepared.decisions
+        self._recheck(tx, prepared)
+        now = iso(self.clock.now())
+        merges: list[tuple[object, ...]] = []
+        claims: list[tuple[object, ...]] = []
+        evidence: list[tuple[object, ...]] = []
+        entities: list[tuple[object, ...]] = []
+        links: list[tuple[object, ...]] = []
+        new_ids: list[str] = []
+        for d in decisions:
+            if d.replay:
+                continue
+            c, draft = d.candidate, d.candidate.draft
+            claim_id = d.target or c.key
+            evidence.extend(
+                (claim_id, e.event_id, e.quote, e.start_char, e.end_char) for e in draft.evidence
+            )
+            if d.target is not None:
+                merges.append((d.target, c.key, self.name, d.similarity, d.reason, now))
+                continue
+            new_ids.append(c.key)
+            claims.append(_claim_row(c, d.chash, d.skey, now))
+            for name, kind in atoms.entities_of(draft.text):
+                entity_id = derived_id("ent", c.namespace, normalize(name), kind)
+                entities.append((entity_id, c.namespace, name, normalize(name), kind, now))
+                links.append((c.key, entity_id))
+        tx.executemany("insert_pending_claim", claims)
+        tx.executemany("insert_evidence", evidence)
+        tx.executemany("insert_merge", merges)
+        tx.executemany("upsert_entity", entities)
+        tx.executemany("insert_claim_entity", links)
+        if not new_ids:
+            return []
+        return [JobSpec("conflict", ClaimsPending(claim_ids=tuple(new_ids)), size=len(new_ids))]
+
+    def _recheck(self, tx: SyncTx, prepared: _Prepared) -> None:
+        """Compare new candidates with live claims written after the snapshot (by another
+        process); this process's own earlier batches finished before ``prepare`` read."""
+        fresh = [d for d in prepared.decisions if d.target is None and not d.replay]
+        if not fresh:
+            return
+        mine = {d.candidate.key for d in fresh}
+        rows: list[Any] = tx.fetchall(
+            "slot_claims_since",
+            (prepared.snapshot, json.dumps(sorted({d.skey for d in fresh}))),
+        )
+        rows = [r for r in rows if r[0] not in mine]
+        for d in fresh:
+            c = d.candidate
+            for r in rows:
+                if (r[1], r[2]) != (c.namespace, d.skey):
+                    continue
+                if r[3] == d.chash:
+                    d.merge(r[0], 1.0, "exact: same subject, predicate, value, polarity")
+                    break
+                self._compare(d, [_Known(r[0], r[4], r[5], r[6])])
+                if d.target is not None:
+                    break
+
+
+def _atoms_agree(reasons: list[str]) -> bool:
+    """Whether ``same_fact`` refused only for similarity (every protected atom agreed)."""
+    return all(r.startswith("similarity") for r in reasons)
+
+
+def _claim_row(c: Candidate, chash: str, skey: str, now: str) -> tuple[object, ...]:
+    d = c.draft
+    return (
+        c.key,
+        c.namespace,
+        d.subject,
+        d.predicate,
+        d.value,
+        d.text,
+        json.dumps(list(d.qualifiers), ensure_ascii=False),
+        d.polarity,
+        d.scope,
+        d.importance,
+        d.confidence,
+        d.language,
+        chash,
+        skey,
+        value_key(d.value),
+        iso(d.valid_from) if d.valid_from else None,
+        iso(d.valid_to) if d.valid_to else None,
+        iso(c.recorded_at),
+        c.extractor,
+        c.window_id,
+        c.source,
+        now,
+    )
