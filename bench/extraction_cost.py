@@ -17,7 +17,11 @@ nothing is copied), interleaved as concurrent sessions, user and assistant turns
 Figures, from the usage ledger (``provider_calls``) and checked against the server's
 ``/stats``: calls per event, prompt and completion tokens per event, cost per 1,000 events at
 ``--price-in`` / ``--price-out`` per 1k tokens, claims per event. Targets at steady load: ≤ 0.2
-calls per event and ≤ 400 tokens per event. In the same run, the floors those figures are
+calls per event and ≤ 400 tokens per event. Steady load is what a conversation that goes on
+costs: the windows closed because they were full (``steady_*``, from the ledger joined to each
+call's window); the other windows are session tails, closed by ``end_session`` with fewer
+events, and the all-windows figures (``calls_per_event``, ``tokens_per_event``) include them.
+In the same run, the floors those figures are
 measured against: one call per full window (1 / windower.max_events calls per event), and the
 conversation's own text, which every extraction must send (content tokens per event); the
 ratios say how close the pipeline comes. For scale (not measured here): mem0 2.2.1 used as its
@@ -216,6 +220,10 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             await mem.drain(timeout_s=600)
             elapsed = time.perf_counter() - started
             ledger = await mem.store.fetchall("bench_extraction_ledger")
+            by_reason = {
+                r[0]: [int(v) for v in r[1:]]
+                for r in await mem.store.fetchall("bench_extraction_by_close_reason")
+            }
             counts = await mem.stats()
         stats = sim.stats()
     calls, prompt, completion, cost = ledger[0]
@@ -231,6 +239,14 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     content_tokens = sum(estimate_tokens(t.text) for t in turns)
     tokens = prompt + completion
     floor_calls = 1 / cfg.windower.max_events
+    # Steady load: windows closed because they were full (a conversation going on). The other
+    # windows are session tails (closed by end_session with fewer events).
+    _, steady_events, steady_calls, steady_prompt, steady_completion = by_reason.get(
+        "size", [0, 0, 0, 0, 0]
+    )
+    steady_events = max(steady_events, 1)
+    steady_cpe = steady_calls / steady_events
+    steady_tpe = (steady_prompt + steady_completion) / steady_events
     return {
         "source": source,
         "sessions": len(convos),
@@ -239,6 +255,16 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         "full_windows": full_windows,
         "calls": calls,
         "claims": sum(counts.claims.values()),
+        "windows_by_close_reason": {
+            k: {"windows": v[0], "events": v[1], "calls": v[2]} for k, v in by_reason.items()
+        },
+        "steady_calls_per_event": round(steady_cpe, 4),
+        "steady_tokens_per_event": round(steady_tpe, 1),
+        # The simulated model answers with the rules extractor's claims, which are few and
+        # short; a real model writes more. Its ceiling: every call using all of max_tokens.
+        "steady_worst_case_tokens_per_event": round(
+            (steady_prompt + steady_calls * cfg.extractor.max_tokens) / steady_events, 1
+        ),
         "calls_per_event": round(calls / events, 4),
         "prompt_tokens_per_event": round(prompt / events, 1),
         "completion_tokens_per_event": round(completion / events, 1),
@@ -256,8 +282,14 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         "elapsed_s": round(elapsed, 2),
         "events_per_s": round(events / elapsed, 1),
         "targets": {
-            "calls_per_event_le_0_2": calls / events <= MAX_CALLS_PER_EVENT,
-            "tokens_per_event_le_400": tokens / events <= MAX_TOKENS_PER_EVENT,
+            "steady_calls_per_event_le_0_2": steady_cpe <= MAX_CALLS_PER_EVENT,
+            "steady_tokens_per_event_le_400": steady_tpe <= MAX_TOKENS_PER_EVENT,
+            "steady_worst_case_tokens_per_event_le_400": (
+                steady_prompt + steady_calls * cfg.extractor.max_tokens
+            )
+            / steady_events
+            <= MAX_TOKENS_PER_EVENT,
+            "all_tokens_per_event_le_400": tokens / events <= MAX_TOKENS_PER_EVENT,
         },
     }
 
@@ -287,7 +319,7 @@ def main() -> int:
     }
     width = max(len(k) for k in result)
     for key, value in result.items():
-        if key not in ("meta", "targets", "price_per_1k_tokens"):
+        if key not in ("meta", "targets", "price_per_1k_tokens", "windows_by_close_reason"):
             print(f"{key:<{width}}  {value}")
     for name, ok in result["targets"].items():
         print(f"{'PASS' if ok else 'FAIL'}  {name}")

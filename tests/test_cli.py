@@ -441,7 +441,11 @@ def test_quickstart_prints_remembered_claims_and_recalls(tmp_path: Path) -> None
     proc = hlmem("quickstart", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    assert "remembered 6 claims:" in out
+    assert "remembered 7 claims:" in out
+    # it changed its mind, and says why; the web page and the tool output stayed out
+    assert "用户偏好深色模式  →  用户偏好浅色模式" in out and "ui_theme changed" in out
+    assert "kept out: 2 event(s) from untrusted sources" in out
+    assert "hunter2" not in out
     assert "我的猫叫小白，每天早上七点要喂它" in out
     assert "the production database lives on db-prod-2 in Frankfurt" in out
     assert "[evidence: “记住：我的猫叫小白，每天早上七点要喂它”]" in out
@@ -455,8 +459,11 @@ def test_quickstart_prints_remembered_claims_and_recalls(tmp_path: Path) -> None
 def test_quickstart_json(tmp_path: Path) -> None:
     data = ok_json(hlmem("quickstart", "--json", cwd=tmp_path))
     assert data["ingest"]["rejected"] == 0
-    assert data["ingest"]["accepted"] == 14
-    assert data["stats"]["claims"] == {"active": 6}
+    assert data["ingest"]["accepted"] == 17
+    assert data["stats"]["claims"] == {"active": 7, "superseded": 1}
+    [change] = data["changes"]
+    assert (change["old"]["value"], change["new"]["value"]) == ("深色模式", "浅色模式")
+    assert change["new"]["qualifiers"] == ["暂时"] and data["untrusted_events"] == 2
     texts = {c["text"] for c in data["claims"]}
     assert "Acme's contact is Li Wei (li.wei@acme.example)" in texts
     assert all(hits for hits in data["recall"].values())

@@ -176,6 +176,21 @@ async def test_story_4_web_page_is_stored_but_never_a_claim(db_path: Path, lang:
     assert rows(db_path, "SELECT claim_count FROM extractions") == [(0,), (0,)]
 
 
+async def test_untrusted_events_only_when_asked_for_and_marked(db_path: Path) -> None:
+    async with hlmem.open(db_path, config=fast_config()) as mem:
+        await mem.add_event("s", "我主要用深色模式")
+        await mem.add_event("s", INJECTION["zh"], origin_class=OriginClass.EXTERNAL_WEB)
+        await mem.add_event("s", INJECTION["en"], role="tool")
+        await mem.add_event("s", "I live in Berlin.")
+        normal = await mem.events(session_id="s")
+        asked = await mem.events(session_id="s", include_untrusted=True)
+    assert [e.content for e in normal] == ["我主要用深色模式", "I live in Berlin."]
+    assert all(e.trusted for e in normal)
+    assert [e.trusted for e in asked] == [True, False, False, True]
+    assert [e.origin_class for e in asked if not e.trusted] == ["external_web", "tool"]
+    assert "hunter2" not in repr(asked)  # a password in the page is redacted when shown
+
+
 async def test_observe_mode_extracts_and_records_what_enforce_would_block(db_path: Path) -> None:
     clock = ManualClock()
     cfg = fast_config(admission={"mode": "observe"})
@@ -381,3 +396,34 @@ async def test_replayed_jobs_write_nothing_twice(db_path: Path) -> None:
 
 
 TABLES = ("claims", "evidence", "claim_merges", "supersessions", "vectors", "extractions")
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "kind"),
+    [
+        ("我在杭州工作", "其实5月就搬去北京了", {"session_kind": SessionKind.BATCH}),
+        (
+            "I work in Hangzhou.",
+            "Actually I moved to Beijing in May.",
+            {"origin_class": "imported"},
+        ),
+    ],
+    ids=["zh-batch", "en-imported"],
+)
+async def test_replayed_history_is_learned_at_its_own_time(
+    db_path: Path, first: str, second: str, kind: dict[str, object]
+) -> None:
+    """Imported history: the claims were learned when the old events were said, not when they
+    were loaded, so "what did it believe in April" has an answer from a replay in November."""
+    clock = ManualClock(at(2026, 11, 29))
+    async with hlmem.open(db_path, config=fast_config(), clock=clock) as mem:
+        await mem.add_event("old", first, occurred_at=at(2026, 3, 10), **kind)  # type: ignore[arg-type]
+        await mem.add_event("old", second, occurred_at=at(2026, 8, 20), **kind)  # type: ignore[arg-type]
+        await mem.end_session("old")
+        await mem.drain(timeout_s=20)
+        history = await mem.claims(predicate="location", history=True)
+        believed_april = only(await mem.claims(predicate="location", as_of=at(2026, 4, 15)))
+    assert sorted(c.recorded_at for c in history) == [at(2026, 3, 10), at(2026, 8, 20)]
+    assert believed_april.value in first
+    old = only([c for c in history if c.status == "superseded"])
+    assert old.retracted_at == at(2026, 8, 20)

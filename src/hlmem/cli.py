@@ -262,7 +262,17 @@ async def cmd_quickstart(args: argparse.Namespace, cfg: Config) -> int:
     print(f"remembered {len(result.claims)} claims:")
     for claim in result.claims:
         quote = claim.evidence[0].quote if claim.evidence else ""
-        print(f"  - {claim.text}    [evidence: “{quote}”]")
+        quals = f" ({', '.join(claim.qualifiers)})" if claim.qualifiers else ""
+        print(f"  - {claim.text}{quals}    [evidence: “{quote}”]")
+    if result.changes:
+        print("changed its mind (the old belief stays as history):")
+    for change in result.changes:
+        print(f"  - {change.old.text}  →  {change.new.text}    [{change.reason}]")
+    if result.untrusted_events:
+        print(
+            f"kept out: {result.untrusted_events} event(s) from untrusted sources, stored but"
+            " never extracted (provenance enforce)"
+        )
     for query, hits in result.recall.items():
         print(f"\nrecall: {query}")
         for hit in hits:

@@ -20,7 +20,7 @@ from typing import Any, Literal
 import anyio
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from hlmem.admission import redact
+from hlmem.admission import SourcePolicy, redact
 from hlmem.clock import Clock, SystemClock, iso, parse_iso, wall
 from hlmem.config import Config, load_config
 from hlmem.errors import ClosedError, InputError
@@ -34,6 +34,7 @@ from hlmem.messages import (
     ClaimScope,
     ClaimsProposed,
     ClaimStatus,
+    Event,
     EventIn,
     EvidenceSpan,
     FlushRequested,
@@ -450,6 +451,49 @@ class Memory:
             )
             for r in rows
         ]
+
+    async def events(
+        self,
+        *,
+        namespace: str | None = None,
+        session_id: str | None = None,
+        include_untrusted: bool = False,
+        limit: int = 100,
+    ) -> list[Event]:
+        """A namespace's raw events (one session's, or all), oldest first, the newest ``limit``.
+
+        Events from untrusted sources (``admission.untrusted_origins`` and
+        ``untrusted_session_kinds``) are left out unless ``include_untrusted``, and are then
+        marked ``trusted=False``. Secrets in the content are redacted.
+        """
+        ns = namespace or self.config.ingest.default_namespace
+        policy = SourcePolicy.from_config(self.config.admission)
+        rows = await self.store.fetchall(
+            "select_events", {"namespace": ns, "session_id": session_id, "limit": limit}
+        )
+        out = []
+        for r in reversed(rows):
+            trusted = r[8] not in policy.untrusted_origins and (
+                r[9] not in policy.untrusted_session_kinds
+            )
+            if trusted or include_untrusted:
+                out.append(
+                    Event(
+                        id=r[0],
+                        namespace=r[1],
+                        session_id=r[2],
+                        role=Role(r[3]),
+                        content=redact(r[4]),
+                        content_hash=r[5],
+                        occurred_at=parse_iso(r[6]),
+                        recorded_at=parse_iso(r[7]),
+                        origin_class=OriginClass(r[8]),
+                        session_kind=SessionKind(r[9]),
+                        metadata=json.loads(r[10]),
+                        trusted=trusted,
+                    )
+                )
+        return out
 
     async def supersessions(self, claim_ids: Iterable[str]) -> list[Supersession]:
         """Why claims replaced one another: every supersession touching ``claim_ids``."""

@@ -110,6 +110,9 @@ class Event(_Frozen):
     origin_class: OriginClass
     session_kind: SessionKind
     metadata: dict[str, Any] = Field(default_factory=dict)
+    #: False when its source is untrusted under the admission policy (external web pages,
+    #: tool output, cron / heartbeat / subagent sessions, ...): never extracted under enforce
+    trusted: bool = True
 
 
 # --- window and claim records ---------------------------------------------------------------

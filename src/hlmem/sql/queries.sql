@@ -421,3 +421,30 @@ ON CONFLICT (owner_kind, owner_id, model_id) DO UPDATE SET
 -- The extractor's successful calls: count, tokens and cost (bench/extraction_cost.py).
 SELECT count(*), sum(prompt_tokens), sum(completion_tokens), sum(cost)
 FROM provider_calls WHERE stage = 'extractor' AND outcome = 'ok';
+
+-- name: bench_extraction_by_close_reason
+-- Per window close reason (size = a full window at steady load; session_end / flush / age =
+-- a session's tail): windows, events, extractor calls and their tokens.
+WITH calls AS (
+    SELECT json_extract(j.payload, '$.window_id') AS window_id, count(*) AS n,
+           sum(pc.prompt_tokens) AS prompt, sum(pc.completion_tokens) AS completion
+    FROM provider_calls pc JOIN jobs j ON j.id = pc.job_id
+    WHERE pc.stage = 'extractor' AND pc.outcome = 'ok'
+    GROUP BY 1
+), events AS (
+    SELECT window_id, count(DISTINCT event_id) AS n FROM window_items GROUP BY window_id
+)
+SELECT w.close_reason, count(*), sum(e.n), coalesce(sum(c.n), 0), coalesce(sum(c.prompt), 0),
+       coalesce(sum(c.completion), 0)
+FROM windows w JOIN events e ON e.window_id = w.id LEFT JOIN calls c ON c.window_id = w.id
+WHERE w.status = 'closed'
+GROUP BY w.close_reason;
+
+-- name: select_events
+-- A namespace's events in insertion order (one session, or all), newest last.
+SELECT id, namespace, session_id, role, content, content_hash, occurred_at, recorded_at,
+       origin_class, session_kind, metadata
+FROM events
+WHERE namespace = :namespace AND (:session_id IS NULL OR session_id = :session_id)
+ORDER BY seq DESC
+LIMIT :limit;

@@ -26,10 +26,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
-from hlmem.clock import Clock, iso, parse_iso
+from hlmem.clock import Clock, iso
 from hlmem.lexicon import Lexicon
 from hlmem.messages import ClaimsPending, EmbedClaims, Job
 from hlmem.queue import JobSpec
@@ -161,9 +160,3 @@ def _reason(old: _Row, new: _Row, predicate: str) -> str:
     quals = f" ({', '.join(new.qualifiers)})" if new.qualifiers else ""
     return f"{predicate} changed: {old.value!r} -> {new.value!r}{quals}"
 
-
-def valid_at(claim_valid_from: str | None, claim_valid_to: str | None, t: datetime) -> bool:
-    """Whether a claim's valid-time interval contains ``t`` (open ends are unbounded)."""
-    return (claim_valid_from is None or parse_iso(claim_valid_from) <= t) and (
-        claim_valid_to is None or t < parse_iso(claim_valid_to)
-    )
