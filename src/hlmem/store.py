@@ -62,7 +62,23 @@ def _sql_text(name: str) -> str:
     return resources.files("hlmem").joinpath("sql", name).read_text(encoding="utf-8")
 
 
-QUERIES = load_queries(_sql_text("queries.sql"))
+def _all_queries() -> dict[str, str]:
+    """``queries.sql`` plus every ``queries_<area>.sql`` beside it; a name defined twice is an
+    error, not a silent override."""
+    folder = resources.files("hlmem").joinpath("sql")
+    names = ["queries.sql"] + sorted(
+        f.name for f in folder.iterdir() if f.name.startswith("queries_") and f.name.endswith(".sql")
+    )
+    out: dict[str, str] = {}
+    for name in names:
+        for key, sql in load_queries(_sql_text(name)).items():
+            if key in out:
+                raise SchemaError(f"query {key!r} is defined twice (sql/{name})")
+            out[key] = sql
+    return out
+
+
+QUERIES = _all_queries()
 
 
 #: first line of a migration that must run with foreign keys off (a table rebuild)
