@@ -112,6 +112,7 @@ async def test_provenance_enforce_sends_nothing_for_untrusted_sources(tmp_path: 
                 )
             await mem.flush()
             await mem.drain(timeout_s=30)
+            stats_after = await mem.stats()
         stats = sim.stats()
     assert stats.requests == 0  # not one model call for a blocked source
     assert scalar(db, "SELECT count(*) FROM provider_calls") == 0
@@ -125,6 +126,7 @@ async def test_provenance_enforce_sends_nothing_for_untrusted_sources(tmp_path: 
         "session_kind:heartbeat": 6,
         "session_kind:subagent": 6,
     }
+    assert stats_after.admission == {"event": {"block": 18}}
 
 
 async def test_a_bad_answer_gets_one_repair_then_is_dead_lettered_with_the_raw_answer(

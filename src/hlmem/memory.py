@@ -63,6 +63,9 @@ class Stats(BaseModel):
     extractions: int
     evidence: int
     jobs: dict[str, dict[str, int]]
+    #: admission decisions: {"event": {"admit": n, "block": n, ...}, "claim": {...}}; blocked
+    #: events cost no model call
+    admission: dict[str, dict[str, int]] = {}
 
 
 class Supersession(BaseModel):
@@ -377,6 +380,9 @@ class Memory:
         jobs: dict[str, dict[str, int]] = {}
         for row in await s.fetchall("job_counts"):
             jobs.setdefault(row[0], {})[row[1]] = row[2]
+        admission: dict[str, dict[str, int]] = {}
+        for row in await s.fetchall("admission_counts"):
+            admission.setdefault(row[0], {})[row[1]] = row[2]
         return Stats(
             events=await s.scalar("count_events"),
             sessions=await s.scalar("count_sessions"),
@@ -385,6 +391,7 @@ class Memory:
             extractions=await s.scalar("count_extractions"),
             evidence=await s.scalar("count_evidence"),
             jobs=jobs,
+            admission=admission,
         )
 
     async def claims(

@@ -66,9 +66,12 @@ def _all_queries() -> dict[str, str]:
     """``queries.sql`` plus every ``queries_<area>.sql`` beside it; a name defined twice is an
     error, not a silent override."""
     folder = resources.files("hlmem").joinpath("sql")
-    names = ["queries.sql"] + sorted(
-        f.name for f in folder.iterdir() if f.name.startswith("queries_") and f.name.endswith(".sql")
+    areas = sorted(
+        f.name
+        for f in folder.iterdir()
+        if f.name.startswith("queries_") and f.name.endswith(".sql")
     )
+    names = ["queries.sql", *areas]
     out: dict[str, str] = {}
     for name in names:
         for key, sql in load_queries(_sql_text(name)).items():

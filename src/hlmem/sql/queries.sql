@@ -188,6 +188,11 @@ SELECT count(*) FROM events;
 -- name: count_sessions
 SELECT count(*) FROM sessions;
 
+-- name: admission_counts
+-- Admission decisions by level (event: provenance; claim: the gate) and outcome.
+SELECT CASE WHEN claim_key IS NULL THEN 'event' ELSE 'claim' END, decision, count(*)
+FROM admission_decisions GROUP BY 1, 2;
+
 -- name: claim_counts
 SELECT status, count(*) AS n FROM claims GROUP BY status;
 
