@@ -11,7 +11,7 @@ import anyio
 
 from hlmem.config import Config, load_config
 from hlmem.memory import Memory
-from hlmem.messages import Job
+from hlmem.messages import Job, RecallItem, RecallResult
 from hlmem.queue import JobSpec
 from hlmem.stages.base import Stage
 from hlmem.store import SyncTx, sqlite_module
@@ -114,3 +114,8 @@ async def apply(
     outputs = await mem.store.run_in_transaction(write)
     mem.queue.ring({o.kind for o in outputs})
     return outputs
+
+
+def claim_items(result: RecallResult) -> list[RecallItem]:
+    """The claims of a recall result, best first."""
+    return [i for i in result.items if i.kind == "claim"]

@@ -208,23 +208,39 @@ def test_ingest_drain_extracts_claims_and_recall_finds_them(tmp_path: Path) -> N
     assert stats["jobs"]["extractor"] == {"done": 2}
 
     zh = ok_json(hlmem("--db", db, "recall", "我的猫叫什么名字？", "--json", cwd=tmp_path))
-    assert zh[0]["claim"]["text"] == "我的猫叫小白，每天早上七点要喂它"
-    assert zh[0]["claim"]["evidence"][0]["quote"].startswith("记住：我的猫叫小白")
-    assert 0 < zh[0]["score"] <= 1
+    first = zh["items"][0]
+    assert (first["kind"], first["text"]) == ("claim", "我的猫叫小白，每天早上七点要喂它")
+    assert first["evidence"][0]["quote"].startswith("记住：我的猫叫小白")
+    for key in (
+        "id",
+        "subject",
+        "predicate",
+        "value",
+        "status",
+        "valid_from",
+        "valid_to",
+        "recorded_at",
+        "score",
+    ):
+        assert key in first
+    assert {"event_id", "session_id", "quote", "occurred_at"} <= set(first["evidence"][0])
+    assert "我的猫叫小白" in zh["packet"] and 0 < zh["tokens"] <= 2000
+    assert zh["query"]["mode"] == "current"
     en = ok_json(
         hlmem(
             "--db", db, "recall", "Where does the production database live?", "--json", cwd=tmp_path
         )
     )
-    assert en[0]["claim"]["text"] == "the production database lives on db-prod-2 in Frankfurt"
-    assert en[0]["claim"]["evidence"][0]["event_id"] == "msg-42"
+    claim = next(i for i in en["items"] if i["kind"] == "claim")
+    assert claim["text"] == "the production database lives on db-prod-2 in Frankfurt"
+    assert claim["evidence"][0]["event_id"] == "msg-42"
     none = hlmem("--db", db, "recall", "quantum chromodynamics", cwd=tmp_path)
     assert none.returncode == 0
     assert none.stdout.strip() == "nothing recalled"
     one = ok_json(
         hlmem("--db", db, "recall", "我的猫叫什么名字？", "--k", "1", "--json", cwd=tmp_path)
     )
-    assert [h["claim"]["text"] for h in one] == ["我的猫叫小白，每天早上七点要喂它"]
+    assert [i["text"] for i in one["items"]] == ["我的猫叫小白，每天早上七点要喂它"]
 
 
 BAD_LINES: list[tuple[bytes | dict[str, Any], str]] = [

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from helpers import fast_config, rows, scalar
+from helpers import claim_items, fast_config, rows, scalar
 
 import hlmem
 from hlmem.clock import ManualClock
@@ -164,7 +164,8 @@ async def test_story_4_web_page_is_stored_but_never_a_claim(db_path: Path, lang:
         await mem.drain(timeout_s=20)
         claims = await mem.claims(history=True)
         hits = await mem.recall("password 密码 hunter2")
-    assert claims == [] and hits == []
+    assert claims == [] and claim_items(hits) == []
+    assert all("hunter2" not in i.text for i in hits.items)
     assert rows(db_path, "SELECT content FROM events WHERE id = ?", (event_id,)) == [
         (INJECTION[lang],)
     ]
@@ -337,7 +338,7 @@ async def test_secrets_never_become_claims_and_never_show(db_path: Path) -> None
         )
         claims = await mem.claims(history=True)
         hits = await mem.recall("key 密码 token card 报告", k=20)
-    shown = repr([c.model_dump() for c in claims]) + repr([h.model_dump() for h in hits])
+    shown = repr([c.model_dump() for c in claims]) + repr(hits.model_dump())
     for secret in (key, "Tr0ub4dor&3", "4111 1111 1111 1111"):
         assert secret not in shown
     assert [c.value for c in claims] == ["周五前交报告"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import fast_config
+from helpers import claim_items, fast_config
 
 import hlmem
 
@@ -33,4 +33,4 @@ async def test_pipeline_on_the_stdlib_sqlite3_module(db_path: Path) -> None:
     assert stats.events == 3
     assert stats.windows == {"closed": 1}
     assert claims == {"我的猫叫小白", "the prod DB is db-prod-2"}
-    assert hits and hits[0].claim.value == "我的猫叫小白"
+    assert claim_items(hits)[0].value == "我的猫叫小白"

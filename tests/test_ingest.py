@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import PIPELINE_STAGES, assert_consistent, count, rows, windower_event_ids
+from helpers import PIPELINE_STAGES, assert_consistent, claim_items, count, rows, windower_event_ids
 
 import hlmem
 from hlmem.config import Config
@@ -346,8 +346,8 @@ async def test_remember_requests_become_claims_with_evidence(db_path: Path, conf
     assert claims["我的猫叫小白"].evidence[0].event_id == "zh-1"
     assert claims["我的猫叫小白"].evidence[0].quote == "记住：我的猫叫小白"
     assert claims["the prod DB is db-prod-2"].evidence[0].event_id == "en-1"
-    assert zh_hits[0].claim.text == "我的猫叫小白"
-    assert en_hits[0].claim.text == "the prod DB is db-prod-2"
+    assert claim_items(zh_hits)[0].text == "我的猫叫小白"
+    assert claim_items(en_hits)[0].text == "the prod DB is db-prod-2"
     assert stats.claims == {"active": 2}
     assert stats.windows == {"closed": 2}
     assert set(stats.jobs) == PIPELINE_STAGES

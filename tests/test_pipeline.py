@@ -13,7 +13,7 @@ from typing import Any
 
 import anyio
 import pytest
-from helpers import connect_raw, fast_config, rows, wait_until
+from helpers import claim_items, connect_raw, fast_config, rows, wait_until
 from helpers import scalar as _scalar
 
 import hlmem
@@ -164,11 +164,11 @@ async def test_inline_end_to_end_gives_claims_with_evidence_and_recall(db_path: 
             "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in claim.value) else "en"
         )
     assert not any(c.evidence[0].event_id in {"zh-2", "en-2", "work-2"} for c in claims + work)
-    assert cat and cat[0].claim.value == "我的猫叫小白"
-    assert "记住" in cat[0].claim.evidence[0].quote
-    assert db_hits and db_hits[0].claim.value == "the prod DB is db-prod-2"
-    assert manager and manager[0].claim.value == "my manager is Alice Chen"
-    assert [h.claim.value for h in repo][:1] == ["the repo is hlmem"]
+    assert claim_items(cat)[0].value == "我的猫叫小白"
+    assert "记住" in claim_items(cat)[0].evidence[0].quote
+    assert claim_items(db_hits)[0].value == "the prod DB is db-prod-2"
+    assert claim_items(manager)[0].value == "my manager is Alice Chen"
+    assert [h.value for h in claim_items(repo)][:1] == ["the repo is hlmem"]
     assert stats.events == 17 and stats.sessions == 3
     assert stats.claims == {"active": 8} and stats.evidence == 8
     assert stats.windows == {"closed": stats.extractions}

@@ -22,7 +22,15 @@ import anyio
 import anyio.lowlevel
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
-from helpers import assert_consistent, count, fast_config, rows, wait_until, windower_event_ids
+from helpers import (
+    assert_consistent,
+    claim_items,
+    count,
+    fast_config,
+    rows,
+    wait_until,
+    windower_event_ids,
+)
 
 import hlmem
 from hlmem.config import Config, StoreConfig
@@ -183,8 +191,8 @@ async def test_the_inline_pipeline_still_produces_windows_and_claims(db_path: Pa
         stats = await mem.stats()
     assert any("小白" in t for t in claims)
     assert any("db-prod-2" in t for t in claims)
-    assert hits and "小白" in hits[0].claim.text
-    assert hits[0].claim.evidence[0].quote
+    assert "小白" in claim_items(hits)[0].text
+    assert claim_items(hits)[0].evidence[0].quote
     assert stats.events == 4
     assert set(stats.windows) == {"closed"}
     assert all(set(by_status) == {"done"} for by_status in stats.jobs.values())

@@ -145,11 +145,30 @@ async def cmd_stats(args: argparse.Namespace, cfg: Config) -> int:
 
 async def cmd_recall(args: argparse.Namespace, cfg: Config) -> int:
     async with open_memory(_need_db(args), config=cfg, pipeline="external") as mem:
-        hits = await mem.recall(args.query, namespace=args.namespace, k=args.k)
+        result = await mem.recall(
+            args.query,
+            namespace=args.namespace,
+            k=args.k,
+            mode="history" if args.history else None,
+            as_of=_when(args.as_of),
+            valid_at=_when(args.valid_at),
+            budget_tokens=args.budget_tokens,
+            include_untrusted=args.include_untrusted,
+        )
+    lines = [
+        f"{i.score:.4f}  [{i.kind}{'' if i.status in ('active', 'event') else ', ' + i.status}]"
+        f"  {i.text}"
+        for i in result.items
+    ]
     _out(
         args,
-        [h.model_dump(mode="json") for h in hits],
-        "\n".join(f"{h.score:.2f}  {h.claim.text}" for h in hits) or "nothing recalled",
+        {
+            "query": result.query.model_dump(mode="json"),
+            "items": [i.model_dump(mode="json") for i in result.items],
+            "packet": result.packet,
+            "tokens": result.tokens,
+        },
+        "\n".join(lines) or "nothing recalled",
     )
     return 0
 
@@ -273,11 +292,11 @@ async def cmd_quickstart(args: argparse.Namespace, cfg: Config) -> int:
             f"kept out: {result.untrusted_events} event(s) from untrusted sources, stored but"
             " never extracted (provenance enforce)"
         )
-    for query, hits in result.recall.items():
+    for query, recalled in result.recall.items():
         print(f"\nrecall: {query}")
-        for hit in hits:
-            print(f"  {hit.score:.2f}  {hit.claim.text}")
-        if not hits:
+        for item in recalled.items:
+            print(f"  [{item.kind}] {item.text}")
+        if not recalled.items:
             print("  (nothing)")
     return 0
 
@@ -407,12 +426,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     jp.add_argument("--json", action="store_true", help="machine-readable output")
     command("stats", cmd_stats, "counts of events, claims, windows and jobs")
-    p = command("recall", cmd_recall, "recall claims relevant to a query")
+    p = command("recall", cmd_recall, "recall claims and events relevant to a query")
     p.add_argument("query")
     p.add_argument(
         "--namespace", default=None, help="namespace (default: ingest.default_namespace)"
     )
-    p.add_argument("--k", type=int, default=5, help="how many results")
+    p.add_argument("--k", type=int, default=10, help="how many results")
+    p.add_argument("--history", action="store_true", help="include superseded claims")
+    p.add_argument("--as-of", help="what was believed at this ISO 8601 time (recorded time)")
+    p.add_argument("--valid-at", help="what was true at this ISO 8601 time (valid time)")
+    p.add_argument(
+        "--budget-tokens", type=int, default=None, help="context packet budget (default: config)"
+    )
+    p.add_argument(
+        "--include-untrusted", action="store_true", help="also events from untrusted sources"
+    )
     p = command(
         "remember",
         cmd_remember,

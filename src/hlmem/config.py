@@ -220,6 +220,32 @@ class PluginsConfig(_Section):
     allowlist: list[str] = []
 
 
+class RecallConfig(_Section):
+    # Candidates each channel contributes before fusion.
+    fts_candidates: int = Field(100, ge=1)
+    vector_candidates: int = Field(100, ge=1)
+    # Vector hits less similar than this (cosine) are noise, not candidates.
+    min_vector_score: float = Field(0.15, ge=-1, le=1)
+    # Reciprocal rank fusion: score = sum over channels of 1 / (rrf_k + rank).
+    rrf_k: float = Field(60.0, gt=0)
+    # "numpy": exact scan of an in-memory matrix; "sqlite-vec": scan in SQLite (no RAM copy).
+    vector_backend: Literal["numpy", "sqlite-vec"] = "numpy"
+    # enforce: a query naming a known entity recalls only memories about it; prefer: those rank
+    # first; off: no constraint.
+    entity_constraint: Literal["enforce", "prefer", "off"] = "enforce"
+    # Ranking: the fused score times (1 + the weighted sum of these signals, each in 0..1).
+    weight_importance: float = Field(0.3, ge=0)
+    weight_recency: float = Field(0.2, ge=0)
+    weight_activation: float = Field(0.1, ge=0)
+    weight_utility: float = Field(0.3, ge=0)
+    recency_half_life_days: float = Field(30.0, gt=0)
+    # The context packet: its token budget, and the longest evidence quote it shows.
+    budget_tokens: int = Field(2000, ge=50)
+    quote_chars: int = Field(80, ge=10)
+    # Extra jieba user dictionaries (one word per line: word [freq] [tag]).
+    user_dict_paths: list[str] = []
+
+
 class Config(_Section):
     store: StoreConfig = StoreConfig()
     ingest: IngestConfig = IngestConfig()
@@ -229,6 +255,7 @@ class Config(_Section):
     admission: AdmissionConfig = AdmissionConfig()
     dedup: DedupConfig = DedupConfig()
     embedder: EmbedderConfig = EmbedderConfig()
+    recall: RecallConfig = RecallConfig()
     providers: dict[str, ProviderConfig] = {}
     prices: dict[str, PriceConfig] = {}
     budget: BudgetConfig = BudgetConfig()

@@ -167,6 +167,7 @@ class Lexicon:
         self._aliases_of: dict[str, list[tuple[str, str]]] = {}  # predicate -> (key, canonical)
         self._stop: dict[str, frozenset[str]] = {}
         self._attributes: dict[str, str] = {}
+        self._search_words: dict[str, list[str]] = {}  # predicate -> its names, for search
         self._verbs: dict[str, dict[str, str]] = {"zh": {}, "en": {}}
         self._ing: dict[str, str] = {}
         for name, p in spec.predicates.items():
@@ -211,9 +212,12 @@ class Lexicon:
                 self._values[normalize(word)] = (name, canonical)
                 aliases.append((normalize(word), canonical))
         self._stop[name] = frozenset(normalize(w) for w in p.stop_values)
+        words = self._search_words.setdefault(name, [*label.values()])
+        words.extend(s.replace("_", " ") for s in p.synonyms)
         for lang in ("zh", "en"):
             for noun in getattr(p.attributes, lang):
                 self._attributes[normalize(noun)] = name
+                words.append(noun)
         for verb in p.verbs.zh:
             self._verbs["zh"][verb] = name
         for verb in p.verbs.en:
@@ -223,6 +227,12 @@ class Lexicon:
             self._ing[ing] = name
 
     # --- predicates -------------------------------------------------------------------------
+
+    def search_words(self, predicate: str) -> list[str]:
+        """The words a question about ``predicate`` may use, in both languages: its labels,
+        attribute nouns and synonyms ("所在地", "城市", "location", "lives in", …); full-text
+        search indexes a claim with them. Empty for a predicate the lexicon does not know."""
+        return list(dict.fromkeys(self._search_words.get(self.canonical_predicate(predicate), [])))
 
     def canonical_predicate(self, predicate: str) -> str:
         """The lexicon's name for ``predicate`` (synonyms folded: ``theme`` → ``ui_theme``);

@@ -10,6 +10,7 @@ the event and its job are committed.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable
 from contextlib import AsyncExitStack
 from datetime import datetime
@@ -18,12 +19,13 @@ from types import TracebackType
 from typing import Any, Literal
 
 import anyio
+from anyio.abc import TaskGroup
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from hlmem.admission import SourcePolicy, redact
 from hlmem.clock import Clock, SystemClock, iso, parse_iso, wall
 from hlmem.config import Config, load_config
-from hlmem.errors import ClosedError, InputError
+from hlmem.errors import ClosedError, InputError, StoreError
 from hlmem.gateway import Gateway
 from hlmem.ingest import EventWriter, coerce_event
 from hlmem.lexicon import Lexicon, load_lexicon
@@ -39,16 +41,20 @@ from hlmem.messages import (
     EvidenceSpan,
     FlushRequested,
     OriginClass,
-    RecallHit,
+    RecallMode,
+    RecallResult,
     Role,
     SessionEnded,
     SessionKind,
 )
 from hlmem.pipeline import Pipeline, needs_gateway
 from hlmem.queue import JobQueue, JobSpec
+from hlmem.recall import ACTIVATION_BOOST, ACTIVATION_CAP, Recaller
 from hlmem.slots import SPEAKER, subject_key
 from hlmem.store import Store, SyncTx
-from hlmem.text import content_hash, derived_id, language_of, tokens
+from hlmem.text import content_hash, derived_id, language_of
+
+log = logging.getLogger(__name__)
 
 PipelineMode = Literal["inline", "external"]
 
@@ -126,6 +132,8 @@ class Memory:
         self._writer: EventWriter | None = None
         self._pipeline: Pipeline | None = None
         self._lex: Lexicon | None = None
+        self._recaller: Recaller | None = None
+        self._tg: TaskGroup | None = None
 
     async def __aenter__(self) -> Memory:
         stack = AsyncExitStack()
@@ -142,6 +150,7 @@ class Memory:
                     Gateway.open(self.config, self._store, clock=self.clock)
                 )
             tg = await stack.enter_async_context(anyio.create_task_group())
+            self._tg = tg
             self._writer = EventWriter(self._queue, self.config.ingest, self.clock)
             await tg.start(self._writer.run)
             if self.mode == "inline":
@@ -511,27 +520,76 @@ class Memory:
         ]
 
     async def recall(
-        self, query: str, *, namespace: str | None = None, k: int = 5
-    ) -> list[RecallHit]:
-        """Active claims ranked by jieba-token overlap with ``query``, then recency.
+        self,
+        query: str,
+        *,
+        namespace: str | None = None,
+        k: int = 10,
+        mode: RecallMode | None = None,
+        as_of: datetime | None = None,
+        valid_at: datetime | None = None,
+        budget_tokens: int | None = None,
+        include_untrusted: bool = False,
+    ) -> RecallResult:
+        """Memories for ``query``: claims and raw events, fused from full text and vectors,
+        filtered by time and status, ranked, and packed into a context block.
 
-        This is the foundation's keyword recall; the recall issue (#5) replaces it with the
-        FTS5 + vector hybrid.
+        ``mode`` "current" (active claims valid now) or "history" (superseded ones too,
+        marked); by default the query decides (之前 / previously → history). ``as_of=T``: what
+        the system believed at recorded time T; ``valid_at=T``: what was true at T as known
+        now. Events from untrusted sources only with ``include_untrusted`` (marked). The
+        result carries how the query was understood, the items, and the packet within
+        ``budget_tokens`` (default ``recall.budget_tokens``). What is returned becomes easier to
+        recall next time (activation), without slowing this call.
+
+        :raises InputError: ``k`` below 1.
         """
-        candidates = await self.claims(namespace=namespace, limit=5000)
+        if k < 1:
+            raise InputError("recall: k must be at least 1")
+        if self._recaller is None:
+            self._recaller = Recaller(self.store, self.config)
+        result = await self._recaller.recall(
+            query,
+            namespace=namespace or self.config.ingest.default_namespace,
+            now=self.clock.now(),
+            k=k,
+            mode=mode,
+            as_of=as_of,
+            valid_at=valid_at,
+            budget_tokens=budget_tokens,
+            include_untrusted=include_untrusted,
+        )
+        touched = [i.id for i in result.items if i.kind == "claim"]
+        touched += [f for i in result.items for f in i.folded]
+        if touched and self._tg is not None:
+            self._tg.start_soon(self._touch, touched)
+        return result
 
-        def rank() -> list[RecallHit]:
-            wanted = set(tokens(query))
-            hits = []
-            for claim in candidates:
-                have = set(tokens(claim.text))
-                overlap = len(wanted & have)
-                if overlap:
-                    hits.append(RecallHit(claim=claim, score=overlap / (len(wanted) or 1)))
-            hits.sort(key=lambda h: (-h.score, -h.claim.recorded_at.timestamp()))
-            return hits[:k]
+    async def _touch(self, claim_ids: list[str]) -> None:
+        params = {
+            "now": iso(self.clock.now()),
+            "ids": json.dumps(claim_ids),
+            "boost": ACTIVATION_BOOST,
+            "cap": ACTIVATION_CAP,
+        }
+        try:
+            async with self.store.transaction() as tx:
+                await tx.execute("recall_touch", params)
+        except (StoreError, ClosedError):  # best effort: recall itself already answered
+            log.debug("activation update skipped", exc_info=True)
 
-        return await anyio.to_thread.run_sync(rank)
+    async def feedback(self, item_id: str, *, useful: bool) -> None:
+        """Say whether a recalled claim helped: its feedback utility moves up or down, and
+        ranking (``recall.weight_utility``) follows.
+
+        :raises InputError: ``item_id`` names no claim (events carry no feedback).
+        """
+        async with self.store.transaction() as tx:
+            changed = await tx.execute(
+                "recall_feedback", {"id": item_id, "delta": 0.25 if useful else -0.25}
+            )
+        if not changed:
+            raise InputError(f"feedback: no claim {item_id!r} (feedback applies to claims)")
 
     # --- operator commands --------------------------------------------------------------------
 

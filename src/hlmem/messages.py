@@ -300,6 +300,72 @@ class Claim(_Frozen):
     evidence: tuple[EvidenceSpan, ...] = ()
 
 
+# --- recall ---------------------------------------------------------------------------------
+
+
+RecallMode = Literal["current", "history"]
+
+
+class QueryParse(_Frozen):
+    """How recall understood a query (returned with every result)."""
+
+    text: str
+    mode: RecallMode
+    #: "what did the system believe at T" (recorded time)
+    as_of: AwareDatetime | None = None
+    #: "what was true at T, as we know it now" (valid time)
+    valid_at: AwareDatetime | None = None
+    #: the words that set the time intent (现在, 之前, 5月, previously, ...)
+    time_words: tuple[str, ...] = ()
+    #: entities named in the query that the store knows (high confidence: they constrain)
+    entities: tuple[str, ...] = ()
+    #: named in the query but ambiguous or unknown: recall stays wide
+    loose_entities: tuple[str, ...] = ()
+    #: "user" when the query is about the speaker (我 / my / I), else None
+    subject: str | None = None
+
+
+class RecallEvidence(_Frozen):
+    event_id: str
+    session_id: str
+    quote: str
+    occurred_at: AwareDatetime
+
+
+class RecallItem(_Frozen):
+    """One recalled memory: a claim, or a raw event (episodic memory)."""
+
+    id: str
+    kind: Literal["claim", "event"]
+    text: str
+    score: float
+    status: str  # a claim's status; "event" for an event
+    subject: str | None = None
+    predicate: str | None = None
+    value: str | None = None
+    qualifiers: tuple[str, ...] = ()
+    polarity: Literal[1, -1] = 1
+    valid_from: AwareDatetime | None = None
+    valid_to: AwareDatetime | None = None
+    recorded_at: AwareDatetime | None = None
+    evidence: tuple[RecallEvidence, ...] = ()
+    #: ids of equivalent claims folded into this one
+    folded: tuple[str, ...] = ()
+    #: False for an event from an untrusted source (only when asked for)
+    trusted: bool = True
+    #: which channels found it: "fts", "vector"
+    channels: tuple[str, ...] = ()
+
+
+class RecallResult(_Frozen):
+    query: QueryParse
+    items: tuple[RecallItem, ...]
+    #: the items as a context block for a system prompt, within the token budget
+    packet: str
+    tokens: int
+    budget_tokens: int
+
+
 class RecallHit(_Frozen):
     claim: Claim
     score: float

@@ -49,7 +49,7 @@ def build_stages(
         (Windower(cfg.windower, clock), p.windower),
         (Extractor(store, clock, cfg, lexicon=lexicon, gateway=gateway), p.extractor),
         (Admission(store, clock, cfg.admission.mode), p.admission),
-        (Dedup(store, clock, cfg.dedup, gateway), p.dedup),
+        (Dedup(store, clock, cfg.dedup, gateway, lexicon=lexicon), p.dedup),
         (Conflict(clock, lexicon), p.conflict),
         (Embedder(store, clock, cfg.embedder, gateway), p.embedder),
     ]

@@ -19,7 +19,7 @@ from hlmem.config import Config
 from hlmem.jsonl import ingest_jsonl
 from hlmem.memory import Stats
 from hlmem.memory import open as open_memory
-from hlmem.messages import Claim, IngestSummary, RecallHit
+from hlmem.messages import Claim, IngestSummary, RecallResult
 
 QUERIES = (
     "我的猫叫什么名字？",
@@ -48,7 +48,7 @@ class QuickstartResult(BaseModel):
     changes: list[Change]
     #: events stored but never extracted: their source is untrusted (provenance enforce)
     untrusted_events: int
-    recall: dict[str, list[RecallHit]]
+    recall: dict[str, RecallResult]
 
 
 def sample_path() -> Path:

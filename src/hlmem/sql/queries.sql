@@ -415,12 +415,6 @@ WHERE c.status IN ('active', 'superseded')
                     AND v.model_id = :model AND v.model_version = :version)
 LIMIT :limit;
 
--- name: upsert_vector
-INSERT INTO vectors (owner_kind, owner_id, model_id, model_version, dim, vector, created_at)
-VALUES ('claim', ?, ?, ?, ?, ?, ?)
-ON CONFLICT (owner_kind, owner_id, model_id) DO UPDATE SET
-    model_version = excluded.model_version, dim = excluded.dim, vector = excluded.vector,
-    created_at = excluded.created_at;
 
 -- name: bench_extraction_ledger
 -- The extractor's successful calls: count, tokens and cost (bench/extraction_cost.py).

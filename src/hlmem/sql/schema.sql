@@ -38,6 +38,8 @@ CREATE INDEX provider_calls_time ON provider_calls (created_at);
 
 CREATE INDEX supersessions_new ON supersessions (new_claim_id);
 
+CREATE INDEX vectors_scope ON vectors (model_id, model_version, namespace, owner_kind);
+
 CREATE UNIQUE INDEX window_items_once ON window_items (event_id, chunk_no);
 
 CREATE UNIQUE INDEX windows_one_open ON windows (session_key) WHERE status = 'open';
@@ -261,6 +263,35 @@ CREATE TABLE provider_calls (
     created_at         TEXT NOT NULL
 , reserved REAL NOT NULL DEFAULT 0, rate_limited INTEGER NOT NULL DEFAULT 0);
 
+CREATE TABLE recall_docs (
+    id         INTEGER PRIMARY KEY,  -- the rowid in recall_fts
+    kind       TEXT NOT NULL CHECK (kind IN ('claim', 'event')),
+    item_id    TEXT NOT NULL,
+    namespace  TEXT NOT NULL,
+    body       TEXT NOT NULL,
+    ns         TEXT GENERATED ALWAYS AS ('ns' || hex(namespace) || '0') VIRTUAL,
+    UNIQUE (kind, item_id)
+);
+
+CREATE VIRTUAL TABLE recall_fts USING fts5(
+    body, ns,
+    content = 'recall_docs', content_rowid = 'id',
+    tokenize = "porter unicode61 remove_diacritics 2 tokenchars '.'"
+);
+
+CREATE TABLE 'recall_fts_config'(k PRIMARY KEY, v) WITHOUT ROWID;
+
+CREATE TABLE 'recall_fts_data'(id INTEGER PRIMARY KEY, block BLOB);
+
+CREATE TABLE 'recall_fts_docsize'(id INTEGER PRIMARY KEY, sz BLOB);
+
+CREATE TABLE 'recall_fts_idx'(segid, term, pgno, PRIMARY KEY(segid, term)) WITHOUT ROWID;
+
+CREATE TABLE recall_namespaces (
+    namespace  TEXT PRIMARY KEY,
+    docs       INTEGER NOT NULL
+) WITHOUT ROWID;
+
 CREATE TABLE rewards (
     id          TEXT PRIMARY KEY,
     episode_id  TEXT NOT NULL REFERENCES episodes (id) ON DELETE CASCADE,
@@ -309,16 +340,26 @@ CREATE TABLE traces (
     UNIQUE (episode_id, step)
 );
 
+CREATE TABLE vector_deletions (
+    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+    vector_seq  INTEGER NOT NULL,
+    owner_kind  TEXT NOT NULL,
+    owner_id    TEXT NOT NULL,
+    model_id    TEXT NOT NULL
+);
+
 CREATE TABLE vectors (
+    seq            INTEGER PRIMARY KEY AUTOINCREMENT,
     owner_kind     TEXT NOT NULL CHECK (owner_kind IN ('claim', 'event', 'observation')),
     owner_id       TEXT NOT NULL,
+    namespace      TEXT,
     model_id       TEXT NOT NULL,
     model_version  TEXT NOT NULL,
     dim            INTEGER NOT NULL,
     vector         BLOB NOT NULL,
     created_at     TEXT NOT NULL,
-    PRIMARY KEY (owner_kind, owner_id, model_id)
-) WITHOUT ROWID;
+    UNIQUE (owner_kind, owner_id, model_id)
+);
 
 CREATE TABLE window_items (
     window_id    TEXT NOT NULL REFERENCES windows (id) ON DELETE CASCADE,
@@ -352,5 +393,60 @@ END;
 CREATE TRIGGER events_no_update BEFORE UPDATE ON events
 BEGIN
     SELECT RAISE(ABORT, 'events are immutable');
+END;
+
+CREATE TRIGGER recall_docs_delete AFTER DELETE ON recall_docs
+BEGIN
+    INSERT INTO recall_fts (recall_fts, rowid, body, ns) VALUES ('delete', OLD.id, OLD.body, OLD.ns);
+    UPDATE recall_namespaces SET docs = docs - 1 WHERE namespace = OLD.namespace;
+    DELETE FROM recall_namespaces WHERE namespace = OLD.namespace AND docs <= 0;
+END;
+
+CREATE TRIGGER recall_docs_insert AFTER INSERT ON recall_docs
+BEGIN
+    INSERT INTO recall_fts (rowid, body, ns) VALUES (NEW.id, NEW.body, NEW.ns);
+    INSERT INTO recall_namespaces (namespace, docs) VALUES (NEW.namespace, 1)
+    ON CONFLICT (namespace) DO UPDATE SET docs = docs + 1;
+END;
+
+CREATE TRIGGER recall_docs_move AFTER UPDATE OF namespace ON recall_docs
+WHEN OLD.namespace IS NOT NEW.namespace
+BEGIN
+    UPDATE recall_namespaces SET docs = docs - 1 WHERE namespace = OLD.namespace;
+    DELETE FROM recall_namespaces WHERE namespace = OLD.namespace AND docs <= 0;
+    INSERT INTO recall_namespaces (namespace, docs) VALUES (NEW.namespace, 1)
+    ON CONFLICT (namespace) DO UPDATE SET docs = docs + 1;
+END;
+
+CREATE TRIGGER recall_docs_update AFTER UPDATE ON recall_docs
+BEGIN
+    INSERT INTO recall_fts (recall_fts, rowid, body, ns) VALUES ('delete', OLD.id, OLD.body, OLD.ns);
+    INSERT INTO recall_fts (rowid, body, ns) VALUES (NEW.id, NEW.body, NEW.ns);
+END;
+
+CREATE TRIGGER vectors_fill_namespace AFTER INSERT ON vectors WHEN NEW.namespace IS NULL
+BEGIN
+    UPDATE vectors SET namespace = CASE NEW.owner_kind
+        WHEN 'claim' THEN (SELECT c.namespace FROM claims c WHERE c.id = NEW.owner_id)
+        WHEN 'event' THEN (SELECT e.namespace FROM events e WHERE e.id = NEW.owner_id)
+        ELSE (SELECT o.namespace FROM observations o WHERE o.id = NEW.owner_id)
+    END
+    WHERE seq = NEW.seq;
+END;
+
+CREATE TRIGGER vectors_log_delete AFTER DELETE ON vectors
+BEGIN
+    INSERT INTO vector_deletions (vector_seq, owner_kind, owner_id, model_id)
+    VALUES (OLD.seq, OLD.owner_kind, OLD.owner_id, OLD.model_id);
+END;
+
+CREATE TRIGGER vectors_update_moves
+AFTER UPDATE OF owner_kind, owner_id, model_id, model_version, dim, vector ON vectors
+BEGIN
+    DELETE FROM vectors WHERE seq = NEW.seq;
+    INSERT INTO vectors (owner_kind, owner_id, namespace, model_id, model_version, dim, vector,
+                         created_at)
+    VALUES (NEW.owner_kind, NEW.owner_id, NEW.namespace, NEW.model_id, NEW.model_version,
+            NEW.dim, NEW.vector, NEW.created_at);
 END;
 

@@ -114,6 +114,7 @@ class Conflict(Stage[None]):
                 (current.id, new.id, self.name, None, "restated: same value on the slot", now),
             )
             tx.execute("delete_pending_claim", (new.id,))
+            tx.execute("fts_delete", ("claim", new.id))
             return False
         if current is None or new.starts >= current.starts:
             tx.execute("activate_claim", (new.id,))

@@ -30,7 +30,9 @@ import anyio
 from hlmem import atoms
 from hlmem.clock import Clock, iso
 from hlmem.config import DedupConfig
+from hlmem.fts import fts_row
 from hlmem.gateway import Gateway
+from hlmem.lexicon import Lexicon, default_lexicon
 from hlmem.messages import Candidate, ClaimsAdmitted, ClaimsPending, Job
 from hlmem.prompts import audit_request, parse_audit
 from hlmem.queue import JobSpec
@@ -62,6 +64,8 @@ class _Decision:
     grey: list[tuple[_Known, float]] = field(default_factory=list)
     #: the candidate's own claim exists already (a replayed job): nothing is written
     replay: bool = False
+    #: the full-text row of a new claim (segmented outside the transaction)
+    fts: tuple[str, str, str, str] | None = None
 
     def merge(self, target: str, similarity: float, reason: str) -> None:
         self.target, self.similarity, self.reason = target, similarity, reason
@@ -78,10 +82,17 @@ class Dedup(Stage[_Prepared]):
     downstream = "conflict"
 
     def __init__(
-        self, store: Store, clock: Clock, cfg: DedupConfig, gateway: Gateway | None = None
+        self,
+        store: Store,
+        clock: Clock,
+        cfg: DedupConfig,
+        gateway: Gateway | None = None,
+        *,
+        lexicon: Lexicon | None = None,
     ) -> None:
         if cfg.audit and gateway is None:
             raise ValueError("dedup.audit needs a gateway")
+        self.lexicon = lexicon or default_lexicon()
         self.store = store
         self.clock = clock
         self.cfg = cfg
@@ -116,11 +127,22 @@ class Dedup(Stage[_Prepared]):
         def decide() -> None:
             for d in decisions:
                 self._decide(d, by_hash, slots)
+                if d.target is None and not d.replay:
+                    c = d.candidate
+                    d.fts = fts_row("claim", c.key, c.namespace, self._search_text(c))
 
         await anyio.to_thread.run_sync(decide)
         if self.cfg.audit:
             await self._audit(decisions)
         return _Prepared(snapshot, decisions)
+
+    def _search_text(self, c: Candidate) -> str:
+        """What full-text search finds a claim by: its text, its value, and its slot's names
+        in both languages ("界面主题" / "UI theme" for ui_theme), so a question about the slot
+        finds the claim whatever words the claim itself used."""
+        words = self.lexicon.search_words(c.draft.predicate)
+        names = words or [c.draft.predicate.replace("_", " ")]
+        return " ".join([c.draft.text, c.draft.value, *names])
 
     def _decide(
         self,
@@ -211,6 +233,7 @@ class Dedup(Stage[_Prepared]):
                 entities.append((entity_id, c.namespace, name, normalize(name), kind, now))
                 links.append((c.key, entity_id))
         tx.executemany("insert_pending_claim", claims)
+        tx.executemany("fts_insert", [d.fts for d in decisions if d.fts and d.target is None])
         tx.executemany("insert_evidence", evidence)
         tx.executemany("insert_merge", merges)
         tx.executemany("upsert_entity", entities)

@@ -111,9 +111,18 @@ class Embedder(Stage[_Embedded]):
     def apply(self, tx: SyncTx, jobs: list[Job], prepared: _Embedded) -> list[JobSpec]:
         now = iso(self.clock.now())
         tx.executemany(
-            "upsert_vector",
+            "vector_upsert",
             [
-                (claim_id, self.model_id, self.model_version, int(vec.shape[0]), vec.tobytes(), now)
+                (
+                    "claim",
+                    claim_id,
+                    None,  # the namespace: filled from the claim by a trigger
+                    self.model_id,
+                    self.model_version,
+                    int(vec.shape[0]),
+                    vec.tobytes(),
+                    now,
+                )
                 for claim_id, vec in zip(prepared.ids, prepared.vectors, strict=True)
             ],
         )

@@ -32,6 +32,7 @@ from hlmem import admission, prompts
 from hlmem.clock import Clock, iso, parse_iso
 from hlmem.config import Config
 from hlmem.errors import BadProviderOutput, ExtractionFailed
+from hlmem.event_terms import event_body
 from hlmem.gateway import Gateway
 from hlmem.lexicon import Lexicon, default_lexicon
 from hlmem.messages import (
@@ -94,6 +95,8 @@ class _Window:
     drafts: list[ClaimDraft] = field(default_factory=list)
     model: str = ""
     error: Exception | None = None
+    #: full-text rows of the window's events (fts_insert parameters)
+    fts: list[tuple[str, str, str, str]] = field(default_factory=list)
 
     @cached_property
     def worth_extracting(self) -> bool:
@@ -144,18 +147,37 @@ class Extractor(Stage[Extracted]):
         by_window = {j.payload.window_id: j for j in jobs if isinstance(j.payload, WindowClosed)}
         rows = await self.store.fetchall("window_pieces", (json.dumps(list(by_window)),))
         out = [self._window(by_window[wid].id, list(g)) for wid, g in groupby(rows, lambda r: r[0])]
+        # Every event of the window is indexed for full-text recall once, with its first piece
+        # (untrusted ones too: recall shows them only when asked). A chunked event is indexed
+        # whole, so its content is read.
+        first = [r for r in rows if r[4] == 0]
+        whole = {r[3] for r in first if r[5] > 1}
+        contents = (
+            dict(await self.store.fetchall("event_contents", (json.dumps(sorted(whole)),)))
+            if whole
+            else {}
+        )
         todo = [w for w in out if w.worth_extracting]
+
+        def index() -> None:
+            for w in out:
+                w.fts = [
+                    ("event", r[3], r[1], event_body(contents.get(r[3], r[10])))
+                    for r in first
+                    if r[0] == w.window.window_id
+                ]
+
+        def run() -> None:
+            index()
+            if self.cfg.extractor.kind != "model":
+                for w in todo:
+                    w.drafts = self.rules.extract(w.window)
+
+        await anyio.to_thread.run_sync(run)
         if self.cfg.extractor.kind == "model":
             async with anyio.create_task_group() as tg:
                 for w in todo:
                     tg.start_soon(self._model_extract, w)
-        elif todo:
-
-            def run() -> None:
-                for w in todo:
-                    w.drafts = self.rules.extract(w.window)
-
-            await anyio.to_thread.run_sync(run)
         return out
 
     def _window(self, job_id: int, rows: list[Any]) -> _Window:
@@ -254,11 +276,13 @@ class Extractor(Stage[Extracted]):
         now = iso(self.clock.now())
         extractions: list[tuple[object, ...]] = []
         decisions: list[tuple[object, ...]] = []
+        fts: list[tuple[str, str, str, str]] = []
         out: list[JobSpec] = []
         for w in todo:
             window = w.window
             if window.window_id in done:
                 continue
+            fts.extend(w.fts)
             name = self.extractor_name if w.worth_extracting else NOTHING_TO_EXTRACT
             extractions.append((window.window_id, name, w.model, len(w.drafts), w.job_id, now))
             decisions.extend(
@@ -277,6 +301,7 @@ class Extractor(Stage[Extracted]):
                 )
         tx.executemany("insert_extraction", extractions)
         tx.executemany("insert_admission_decision", decisions)
+        tx.executemany("fts_insert", fts)
         return out
 
     def _candidate(self, w: _Window, index: int, draft: ClaimDraft) -> Candidate:

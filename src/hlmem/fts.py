@@ -1,0 +1,136 @@
+"""The full-text channel of recall: FTS rows of claims and events, and searching them.
+
+The pipeline writes a row when it stores an item (``fts_row`` -> the ``fts_insert`` query, in
+its own transaction) and forget deletes it (``fts_delete``); recall reads with
+:func:`fts_search`, whose ranked hits it fuses with the vector channel. Segmentation and
+query safety live in :mod:`hlmem.segment`, the tables in migration ``0004_recall_fts.sql``.
+This module decides nothing about claim status or time: recall filters hits by joining the
+claims and events they name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+import anyio
+
+from hlmem.errors import InputError
+from hlmem.segment import index_text, match_expression, quote
+from hlmem.store import Store
+
+FtsKind = Literal["claim", "event"]
+KINDS: tuple[FtsKind, ...] = get_args(FtsKind)
+
+#: query names: ``fts_insert`` takes :func:`fts_row`, ``fts_delete`` takes :func:`fts_key`
+FTS_INSERT = "fts_insert"
+FTS_DELETE = "fts_delete"
+
+_BACKFILL_QUERIES: dict[FtsKind, str] = {
+    "claim": "fts_unindexed_claims",
+    "event": "fts_unindexed_events",
+}
+FtsItem = tuple[FtsKind, str, str, str]  # kind, item_id, namespace, text
+
+
+@dataclass(frozen=True, slots=True)
+class FtsHit:
+    """One item found by full-text search."""
+
+    kind: FtsKind
+    item_id: str
+    rank: int  # position in the result list, 1 = best (what rank fusion uses)
+    score: float  # bm25 relevance, higher is better (FTS5's bm25() negated)
+
+
+def fts_row(kind: FtsKind, item_id: str, namespace: str, text: str) -> tuple[str, str, str, str]:
+    """The parameters of ``fts_insert`` for one item: its text segmented by
+    :func:`hlmem.segment.index_text` (CPU-bound: batch it in a worker thread)."""
+    return (kind, item_id, namespace, index_text(text))
+
+
+def fts_key(kind: FtsKind, item_id: str) -> tuple[str, str]:
+    """The parameters of ``fts_delete``."""
+    return (kind, item_id)
+
+
+def namespace_token(namespace: str) -> str:
+    """The token that stands for ``namespace`` in the ``ns`` column (see migration 0004)."""
+    return "ns" + namespace.encode("utf-8").hex() + "0"
+
+
+def _kind_filter(kinds: Collection[str]) -> tuple[bool, str | None]:
+    """(anything to search, the one kind to keep or None for all)."""
+    unknown = set(kinds) - set(KINDS)
+    if unknown:
+        raise InputError(f"unknown full-text kinds {sorted(unknown)}; expected {list(KINDS)}")
+    wanted = set(kinds)
+    return bool(wanted), (wanted.pop() if len(wanted) == 1 else None)
+
+
+async def fts_search(
+    store: Store,
+    namespace: str,
+    query_text: str,
+    *,
+    kinds: Collection[FtsKind] = KINDS,
+    limit: int = 50,
+) -> list[FtsHit]:
+    """The items of ``namespace`` that match ``query_text``, best first (bm25).
+
+    Any term may match (OR); items matching more and rarer terms rank higher. The query is
+    segmented in a worker thread (jieba's first use loads its dictionary), then read on the
+    store's reader connection. A query without search terms returns ``[]`` without SQL.
+
+    :raises InputError: ``kinds`` names something other than ``claim`` and ``event``.
+    :raises StoreError: the read failed.
+    """
+    anything, kind = _kind_filter(kinds)
+    if not anything or limit < 1:
+        return []
+    terms = await anyio.to_thread.run_sync(match_expression, query_text)
+    if terms is None:
+        return []
+    params = {
+        "scoped": f"ns : {quote(namespace_token(namespace))} AND body : ({terms})",
+        "wide": f"body : ({terms})",
+        "namespace": namespace,
+        "kind": kind,
+        "limit": limit,
+    }
+    rows = await store.fetchall("fts_search", params)
+    return [
+        FtsHit(kind=row[0], item_id=row[1], rank=position, score=-float(row[2]))
+        for position, row in enumerate(rows, 1)
+    ]
+
+
+async def fts_backfill(store: Store, *, batch_size: int = 500) -> int:
+    """Index every claim (not forgotten) and event that has no full-text row yet; return how
+    many rows were written.
+
+    For a database that had items before migration 0004 (SQL cannot segment Chinese, so the
+    migration leaves the index empty). Safe to run beside the pipeline and to interrupt:
+    each batch commits on its own, and ``fts_insert`` ignores a row written twice.
+
+    :raises StoreError: a read or write failed.
+    """
+    written = 0
+    for kind, query in _BACKFILL_QUERIES.items():
+        after = 0
+        while True:
+            found = await store.fetchall(query, {"after": after, "limit": batch_size})
+            if not found:
+                break
+            after = int(found[-1][0])
+            items: list[FtsItem] = [(kind, row[1], row[2], row[3]) for row in found]
+            params = await anyio.to_thread.run_sync(_rows, items)
+            async with store.transaction() as tx:
+                await tx.executemany(FTS_INSERT, params)
+            written += len(params)
+    return written
+
+
+def _rows(items: list[FtsItem]) -> list[tuple[str, str, str, str]]:
+    return [fts_row(*item) for item in items]

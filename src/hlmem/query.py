@@ -1,0 +1,111 @@
+"""Query understanding for recall: time intent, entities and subject, deterministic, zh + en.
+
+- **Time intent.** 现在 / 目前 / 当前 / now / currently → current beliefs; 之前 / 以前 / 原来 /
+  过去 / 曾经 / previously / before / used to → history (superseded claims too); an explicit time
+  ("5月", "in April", "2026-04-15", "上个月") → ``valid_at`` (what was true then, as we know it
+  now), or ``as_of`` (what the system believed then) when the query asks about belief
+  (当时以为 / 那时候记的 / believed / thought / knew / on record). Explicit arguments win.
+- **Entities.** Names in the query (:func:`hlmem.atoms.entities_of`, plus every entity the
+  namespace already knows whose name occurs in the query). A known entity with one meaning is
+  high-confidence and constrains recall; a name the store does not know, or one that maps to
+  several entities of different kinds, is *loose*: recall stays wide.
+- **Subject.** A query in the first person (我 / 我的 / I / my / me) is about the speaker.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from datetime import datetime
+
+from hlmem import atoms, timeparse
+from hlmem.messages import QueryParse, RecallMode
+from hlmem.slots import SPEAKER
+from hlmem.text import normalize
+
+_CURRENT = re.compile(
+    r"现在|目前|当前|如今|眼下|最近|这阵子|\b(?:now|currently|these days|at the moment|today)\b",
+    re.IGNORECASE,
+)
+_HISTORY = re.compile(
+    r"之前|以前|原来|过去|曾经|先前|早先|起初|当初|"
+    r"\b(?:previously|before|used to|formerly|earlier|in the past|originally|history)\b",
+    re.IGNORECASE,
+)
+_BELIEF = re.compile(
+    r"当时(?:以为|认为|记得|记录|知道)|那时(?:候)?(?:以为|认为|记得|记的|知道)|记录(?:里|上)|"
+    r"\b(?:believed?|thought|knew|on record|did you (?:know|think|have))\b",
+    re.IGNORECASE,
+)
+_FIRST_PERSON = re.compile(r"我|\b(?:i|my|me|mine|i'm|i've)\b", re.IGNORECASE)
+
+
+def parse(
+    text: str,
+    now: datetime,
+    *,
+    known_entities: Iterable[tuple[str, str]] = (),
+    mode: RecallMode | None = None,
+    as_of: datetime | None = None,
+    valid_at: datetime | None = None,
+) -> QueryParse:
+    """Understand ``text`` asked at ``now``; ``known_entities`` are (name, kind) pairs the
+    namespace holds. Explicit ``mode``, ``as_of`` and ``valid_at`` override what the text says."""
+    words: list[str] = []
+    said_mode: RecallMode | None = None
+    history = _HISTORY.search(text)
+    current = _CURRENT.search(text)
+    if history:
+        said_mode = "history"
+        words.append(history.group())
+    elif current:
+        said_mode = "current"
+        words.append(current.group())
+    when = None if as_of or valid_at else timeparse.resolve(text, now, prefer="past")
+    if when is not None and when.start <= now:
+        words.append(when.expression.strip())
+        # A point inside the named period: its start, or "now" when the period is still going.
+        point = min(when.start, now)
+        if _BELIEF.search(text):
+            as_of = max(point, min(when.end, now))
+        else:
+            valid_at = point
+    strong, loose = _entities(text, known_entities)
+    return QueryParse(
+        text=text,
+        mode=mode or said_mode or ("history" if as_of or valid_at else "current"),
+        as_of=as_of,
+        valid_at=valid_at,
+        time_words=tuple(words),
+        entities=strong,
+        loose_entities=loose,
+        subject=SPEAKER if _FIRST_PERSON.search(text) else None,
+    )
+
+
+def _entities(
+    text: str, known: Iterable[tuple[str, str]]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(high-confidence, loose) entity names of ``text``."""
+    folded = normalize(text)
+    kinds: dict[str, set[str]] = {}
+    for name, kind in known:
+        key = normalize(name)
+        if len(key) >= 2 and key in folded:
+            kinds.setdefault(key, set()).add(kind)
+    # The longest known names win ("张三丰" over "张三"); a name inside a longer one is dropped.
+    names = sorted(kinds, key=len, reverse=True)
+    strong = [n for n in names if len(kinds[n]) == 1 and not _longer(names, n)]
+    ambiguous = [n for n in names if len(kinds[n]) > 1]
+    seen = set(strong) | set(ambiguous)
+    unknown = [
+        normalize(name)
+        for name, _ in atoms.entities_of(text)
+        if normalize(name) not in seen and not any(normalize(name) in s for s in seen)
+    ]
+    return tuple(strong), tuple(dict.fromkeys([*ambiguous, *unknown]))
+
+
+def _longer(names: list[str], name: str) -> list[str]:
+    """The names longer than ``name`` that contain it."""
+    return [m for m in names if m != name and len(m) > len(name) and name in m]

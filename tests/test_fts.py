@@ -1,0 +1,275 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hlmem.config import StoreConfig
+from hlmem.errors import ClosedError, InputError
+from hlmem.fts import (
+    FTS_DELETE,
+    FTS_INSERT,
+    FtsHit,
+    FtsItem,
+    fts_backfill,
+    fts_key,
+    fts_row,
+    fts_search,
+)
+from hlmem.segment import index_text, load_user_dictionary
+from hlmem.store import Store
+
+pytestmark = pytest.mark.anyio
+
+ITEMS: list[FtsItem] = [
+    ("claim", "c-theme", "default", "用户偏好深色模式的界面主题"),
+    ("event", "e-city", "default", "我住在北京市"),
+    ("claim", "c-version", "default", "Upgraded hlmem to v1.2; running the tests again"),
+    ("event", "e-mixed", "default", "部署 v2.0 之后 dark mode 不见了"),
+    ("claim", "c-cat", "default", "猫叫小白"),
+    ("event", "e-syntax", "default", "the body: foo field and NEAR(a b) stay literal"),
+    ("claim", "c-foo", "default", "foo alone"),
+]
+
+
+@pytest.fixture(params=["sqlean", "stdlib"])
+def store_cfg(request: pytest.FixtureRequest) -> StoreConfig:
+    return StoreConfig(sqlite_module=request.param)
+
+
+@pytest.fixture
+async def store(db_path: Path, store_cfg: StoreConfig) -> AsyncIterator[Store]:
+    s = await Store.open(db_path, store_cfg)
+    try:
+        yield s
+    finally:
+        await s.close()
+
+
+@pytest.fixture
+def raw(store: Store, db_path: Path) -> Iterator[Any]:
+    """A second connection to the file, with the store's own SQLite module."""
+    conn = store.module.connect(str(db_path), isolation_level=None)
+    yield conn
+    conn.close()
+
+
+async def index(store: Store, items: list[FtsItem]) -> None:
+    async with store.transaction() as tx:
+        await tx.executemany(FTS_INSERT, [fts_row(*item) for item in items])
+
+
+async def ids(store: Store, query: str, namespace: str = "default", **kw: Any) -> list[str]:
+    return [hit.item_id for hit in await fts_search(store, namespace, query, **kw)]
+
+
+# --- what matches -----------------------------------------------------------------------------
+
+
+async def test_two_character_chinese_queries_find_longer_words(store: Store) -> None:
+    await index(store, ITEMS)
+    assert await ids(store, "主题") == ["c-theme"]
+    assert await ids(store, "北京") == ["e-city"]
+    assert await ids(store, "模式") == ["c-theme"]
+    assert await ids(store, "小白") == ["c-cat"]
+
+
+async def test_english_words_stems_numbers_and_versions(store: Store) -> None:
+    await index(store, ITEMS)
+    assert await ids(store, "v1.2") == ["c-version"]
+    assert await ids(store, "1.2") == ["c-version"]
+    assert await ids(store, "V2.0") == ["e-mixed"]
+    assert await ids(store, "run") == ["c-version"]  # porter: running -> run
+    assert await ids(store, "TESTS") == ["c-version"]
+    assert await ids(store, "v1.3") == []
+
+
+async def test_mixed_language_queries(store: Store) -> None:
+    await index(store, ITEMS)
+    assert await ids(store, "dark mode部署") == ["e-mixed"]
+    assert set(await ids(store, "深色 dark")) == {"c-theme", "e-mixed"}
+
+
+async def test_the_story_query_finds_the_theme_claim(store: Store) -> None:
+    await index(store, ITEMS)
+    hits = await fts_search(store, "default", "我现在偏好什么界面主题？")
+    assert [h.item_id for h in hits] == ["c-theme"]
+
+
+async def test_more_matching_terms_rank_higher(store: Store) -> None:
+    items: list[FtsItem] = [
+        ("claim", "one", "default", "喜欢咖啡"),
+        ("claim", "two", "default", "喜欢咖啡和绿茶"),
+        ("claim", "none", "default", "讨厌下雨"),
+    ]
+    items += [("event", f"pad{i}", "default", f"填充文本 {i}") for i in range(20)]
+    await index(store, items)
+    hits = await fts_search(store, "default", "咖啡 绿茶")
+    assert [h.item_id for h in hits] == ["two", "one"]
+    assert [h.rank for h in hits] == [1, 2]
+    assert hits[0].score > hits[1].score > 0
+    assert all(isinstance(h, FtsHit) for h in hits)
+
+
+async def test_limit_and_kinds(store: Store) -> None:
+    await index(store, [("claim", f"c{i}", "default", f"同一个主题 {i}") for i in range(30)])
+    await index(store, [("event", f"e{i}", "default", f"同一个主题 {i}") for i in range(30)])
+    assert len(await ids(store, "主题", limit=7)) == 7
+    assert len(await ids(store, "主题", limit=100)) == 60
+    assert await ids(store, "主题", limit=0) == []
+    claims = await ids(store, "主题", kinds=["claim"], limit=100)
+    assert len(claims) == 30 and all(i.startswith("c") for i in claims)
+    events = await ids(store, "主题", kinds=("event",), limit=100)
+    assert len(events) == 30 and all(i.startswith("e") for i in events)
+    assert await ids(store, "主题", kinds=()) == []
+    with pytest.raises(InputError, match="observation"):
+        await fts_search(store, "default", "主题", kinds=["observation"])  # type: ignore[list-item]
+
+
+# --- what must never happen -------------------------------------------------------------------
+
+NASTY = [
+    '"',
+    '""',
+    '"body"',
+    "*",
+    "foo*",
+    "-foo",
+    "+foo",
+    "^foo",
+    "foo:",
+    ":foo",
+    "ns:foo",
+    "{body ns}: foo",
+    "NEAR(foo alone)",
+    "NEAR",
+    "foo AND bar",
+    "NOT foo",
+    "(",
+    ")",
+    "foo) OR (bar",
+    "'; DELETE FROM recall_docs; --",
+]
+
+
+async def test_fts_syntax_in_queries_never_raises_nor_injects(store: Store) -> None:
+    await index(store, ITEMS)
+    for query in NASTY:
+        await fts_search(store, "default", query)
+    # "body:foo OR *" is the phrase "body foo": no column filter, no wildcard, OR is a word
+    assert await ids(store, "body:foo OR *") == ["e-syntax"]
+    assert await ids(store, "NEAR(a b)") == ["e-syntax"]
+    assert set(await ids(store, "foo*")) == {"e-syntax", "c-foo"}
+    assert await ids(store, "-foo -alone") == ["c-foo", "e-syntax"]  # not a NOT
+    assert len(await ids(store, "主题")) == 1  # nothing was deleted
+
+
+async def test_queries_without_terms_return_nothing_without_sql(store: Store) -> None:
+    await index(store, ITEMS)
+    await store.close()
+    for query in ("", "  ", "？！。", "***", "the of and", "我的"):
+        assert await fts_search(store, "default", query) == []
+    with pytest.raises(ClosedError):  # a real query does reach the (closed) store
+        await fts_search(store, "default", "主题")
+
+
+async def test_an_empty_store_finds_nothing(store: Store) -> None:
+    assert await fts_search(store, "default", "主题 v1.2 dark") == []
+
+
+@pytest.mark.parametrize("big", [True, False], ids=["big-namespace", "small-namespace"])
+async def test_namespaces_never_leak(store: Store, big: bool) -> None:
+    """Both search paths: a namespace holding most rows (matched wide, filtered by the join)
+    and one holding few (matched with its namespace token)."""
+    names = ["a", "a b", "A", 'x"y', "租户一", ""]
+    items: list[FtsItem] = []
+    for n, name in enumerate(names):
+        items += [("claim", f"{n}-{i}", name, f"共同的主题 {name} {i}") for i in range(3)]
+    filler = "a" if big else "filler"
+    items += [("event", f"fill{i}", filler, f"填充 {i}") for i in range(60)]
+    await index(store, items)
+    for n, name in enumerate(names):
+        found = await ids(store, "主题", name, limit=100)
+        assert sorted(found) == [f"{n}-{i}" for i in range(3)], name
+    assert await ids(store, "主题", "nobody") == []
+
+
+# --- writes -----------------------------------------------------------------------------------
+
+
+async def test_insert_then_delete(store: Store, raw: Any) -> None:
+    await index(store, ITEMS)
+    async with store.transaction() as tx:
+        assert await tx.execute(FTS_DELETE, fts_key("claim", "c-theme")) == 1
+        assert await tx.execute(FTS_DELETE, fts_key("event", "c-theme")) == 0  # kind matters
+    assert await ids(store, "主题") == []
+    assert await ids(store, "北京") == ["e-city"]
+    raw.execute("INSERT INTO recall_fts (recall_fts) VALUES ('integrity-check')")
+    assert raw.execute("SELECT docs FROM recall_namespaces").fetchall() == [(len(ITEMS) - 1,)]
+
+
+async def test_inserting_again_replaces_and_never_duplicates(store: Store, raw: Any) -> None:
+    await index(store, ITEMS)
+    await index(store, ITEMS)  # a replayed job
+    assert await ids(store, "主题") == ["c-theme"]
+    await index(store, [("claim", "c-theme", "default", "改成了浅色模式")])
+    assert await ids(store, "主题") == []
+    assert await ids(store, "浅色") == ["c-theme"]
+    await index(store, [("claim", "c-theme", "other", "改成了浅色模式")])  # moved
+    assert await ids(store, "浅色") == []
+    assert await ids(store, "浅色", "other") == ["c-theme"]
+    raw.execute("INSERT INTO recall_fts (recall_fts) VALUES ('integrity-check')")
+    counts = dict(raw.execute("SELECT namespace, docs FROM recall_namespaces").fetchall())
+    assert counts == {"default": len(ITEMS) - 1, "other": 1}
+
+
+async def test_rebuilding_the_index_from_recall_docs_gives_the_same_answers(
+    store: Store, raw: Any
+) -> None:
+    await index(store, ITEMS)
+    before = await fts_search(store, "default", "主题 北京 v1.2 dark")
+    raw.execute("INSERT INTO recall_fts (recall_fts) VALUES ('rebuild')")
+    raw.execute("INSERT INTO recall_fts (recall_fts) VALUES ('integrity-check')")
+    assert await fts_search(store, "default", "主题 北京 v1.2 dark") == before
+
+
+async def test_cjk_tokens_stay_whole_under_unicode61(store: Store, raw: Any) -> None:
+    # A body written by hand, not by index_text: only the tokenizer is tested here.
+    async with store.transaction() as tx:
+        await tx.execute(FTS_INSERT, ("claim", "whole", "default", "界面主题 深色模式"))
+    rows = raw.execute(
+        "SELECT d.item_id, fts.body FROM recall_fts AS fts JOIN recall_docs AS d"
+        " ON d.id = fts.rowid WHERE recall_fts MATCH ?",
+        ('body : "界面主题"',),
+    ).fetchall()
+    assert [tuple(r) for r in rows] == [("whole", "界面主题 深色模式")]
+    for part in ("界面", "主题", "界", "模式"):
+        assert raw.execute("SELECT 1 FROM recall_fts(?)", (f'"{part}"',)).fetchall() == []
+
+
+async def test_backfill_indexes_items_stored_before_the_index(store: Store) -> None:
+    now = "2026-01-01T00:00:00.000000+00:00"
+    event = ("ev1", "default", "s1", "user", "记住：我住在北京市", "h1", now, now, "user_direct")
+    claim = ["c1", "default", "user", "home", "北京", "用户住在北京市", "[]", 1, "long_term"]
+    claim += [0.5, 0.8, "zh", "h2", "user|home", "北京", None, None, now, "rules", None]
+    claim += ["extraction", now]
+    async with store.transaction() as tx:
+        await tx.execute("insert_event", (*event, "interactive", "{}"))
+        await tx.execute("insert_pending_claim", claim)
+    assert await ids(store, "北京") == []
+    assert await fts_backfill(store, batch_size=1) == 2
+    assert sorted(await ids(store, "北京")) == ["c1", "ev1"]
+    assert await fts_backfill(store) == 0
+
+
+async def test_a_user_word_is_found_whole_and_by_its_parts(store: Store, tmp_path: Path) -> None:
+    # Made-up word, used by no other test (jieba's dictionary lives for the whole process).
+    path = tmp_path / "words.txt"
+    path.write_text("珊瑚飞艇 5\n", encoding="utf-8")
+    load_user_dictionary([path])
+    assert "珊瑚飞艇" in index_text("我坐过珊瑚飞艇")
+    await index(store, [("event", "ride", "default", "我坐过珊瑚飞艇")])
+    assert await ids(store, "珊瑚飞艇") == ["ride"]
+    assert await ids(store, "飞艇") == ["ride"]
