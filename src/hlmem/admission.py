@@ -107,19 +107,25 @@ def source_decision(policy: SourcePolicy, origin_class: str, session_kind: str) 
     """
     if policy.mode == "off":
         return Decision("admit", "mode:off")
-    origin, kind = str(origin_class), str(session_kind)
-    rule = "trusted"
-    if origin not in _ORIGINS:
-        rule = "origin:unknown"
-    elif origin in policy.untrusted_origins:
-        rule = f"origin:{origin}"
-    elif kind not in _SESSION_KINDS:
-        rule = "session_kind:unknown"
-    elif kind in policy.untrusted_session_kinds:
-        rule = f"session_kind:{kind}"
-    if rule == "trusted":
-        return Decision("admit", rule)
+    rule = untrusted_rule(policy, origin_class, session_kind)
+    if rule is None:
+        return Decision("admit", "trusted")
     return Decision("block" if policy.mode == "enforce" else "would_block", rule)
+
+
+def untrusted_rule(policy: SourcePolicy, origin_class: str, session_kind: str) -> str | None:
+    """Why a source is untrusted under ``policy`` (``origin:web``, ``session_kind:cron``, …),
+    or ``None`` for a trusted one, whatever the mode."""
+    origin, kind = str(origin_class), str(session_kind)
+    if origin not in _ORIGINS:
+        return "origin:unknown"
+    if origin in policy.untrusted_origins:
+        return f"origin:{origin}"
+    if kind not in _SESSION_KINDS:
+        return "session_kind:unknown"
+    if kind in policy.untrusted_session_kinds:
+        return f"session_kind:{kind}"
+    return None
 
 
 # --- the per-turn pre-check and the per-claim gate --------------------------------------------

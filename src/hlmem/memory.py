@@ -22,7 +22,7 @@ import anyio
 from anyio.abc import TaskGroup
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from hlmem.admission import SourcePolicy, redact
+from hlmem.admission import SourcePolicy, redact, untrusted_rule
 from hlmem.clock import Clock, SystemClock, iso, parse_iso, wall
 from hlmem.config import Config, load_config
 from hlmem.errors import ClosedError, InputError, StoreError
@@ -489,9 +489,7 @@ class Memory:
         )
         out = []
         for r in reversed(rows):
-            trusted = r[8] not in policy.untrusted_origins and (
-                r[9] not in policy.untrusted_session_kinds
-            )
+            trusted = untrusted_rule(policy, r[8], r[9]) is None
             if trusted or include_untrusted:
                 out.append(
                     Event(

@@ -30,7 +30,7 @@ from typing import Any
 import anyio
 
 from hlmem import query as query_mod
-from hlmem.admission import SourcePolicy, redact
+from hlmem.admission import SourcePolicy, redact, untrusted_rule
 from hlmem.clock import iso, parse_iso
 from hlmem.config import Config
 from hlmem.embedding import LocalEmbedder
@@ -218,9 +218,7 @@ class Recaller:
                 )
             )
         for r in events:
-            trusted = r[6] not in self.policy.untrusted_origins and (
-                r[7] not in self.policy.untrusted_session_kinds
-            )
+            trusted = untrusted_rule(self.policy, r[6], r[7]) is None
             if not (trusted or include_untrusted) or not _event_visible(r, parsed):
                 continue
             cand = candidates[("event", r[0])]
