@@ -14,10 +14,8 @@ from __future__ import annotations
 import re
 from operator import add
 
+from hlmem.segment import DIGIT_COMMA, HAN_RUN, JOINER
 from hlmem.text import normalize
-
-_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
-_HAN_RUN = re.compile(f"([{_HAN}]+)")
 
 
 def _han_tokens(run: str) -> list[str]:
@@ -30,7 +28,6 @@ def _han_tokens(run: str) -> list[str]:
 # letter prefix ("v1.2", "python3.11") whole, else runs of letters or digits; words joined by
 # - . : _ ' come apart into their units (a query asks for them as a phrase).
 _TOKEN = re.compile(r"([^\W\d_]*)(\d+(?:\.\d+)+)|[^\W_]+")
-_DIGIT_COMMA = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _JOINED = re.compile(r"[^\W_]+(?:[-:_'’][^\W_]+)+")
 
 
@@ -43,18 +40,15 @@ def _other_tokens(chunk: str) -> list[str]:
             if len(m.group(1)) > 1:
                 out.append(m.group(1))
     # "e-mail" is also found as "email"
-    out.extend(_JOINER.sub("", j) for j in _JOINED.findall(chunk))
+    out.extend(JOINER.sub("", j) for j in _JOINED.findall(chunk))
     return out
-
-
-_JOINER = re.compile(r"[-:_'’]")
 
 
 def event_body(text: str) -> str:
     """The FTS body of an event's text: Han n-grams and the other tokens as in claims."""
     tokens: list[str] = []
-    text = _DIGIT_COMMA.sub("", normalize(text))
-    for index, chunk in enumerate(_HAN_RUN.split(text)):
+    text = DIGIT_COMMA.sub("", normalize(text))
+    for index, chunk in enumerate(HAN_RUN.split(text)):
         if not chunk:
             continue
         if index % 2:  # a Han run (the split's captured group)

@@ -50,14 +50,15 @@ MAX_QUERY_TERMS = 64
 _CACHE_MAX_CHARS = 512
 
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
-_HAN_RUN = re.compile(f"([{_HAN}]+)")
+#: a run of Han characters (captured: ``split`` keeps it); shared with hlmem.event_terms
+HAN_RUN = re.compile(f"([{_HAN}]+)")
 _HAN_ONLY = re.compile(f"[{_HAN}]+")
 _WORD = re.compile(r"[^\W_]")
 # Letters or digits, possibly joined into a compound by - . : _ ' (the joiners are dropped).
 _COMPOUND = re.compile(r"[^\W_]+(?:[-.:_'’][^\W_]+)*")
-_JOINER = re.compile(r"[-:_'’]")
+JOINER = re.compile(r"[-:_'’]")
 _DOTTED = re.compile(r"([^\W\d_]*)(\d+(?:\.\d+)+)")
-_DIGIT_COMMA = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+DIGIT_COMMA = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 
 #: function words dropped from queries (bodies keep them; see the module docstring)
 STOP_WORDS = frozenset(
@@ -214,7 +215,7 @@ def _compound_units(compound: str) -> tuple[list[str], list[str]]:
     """The units of a compound in order, and the extra tokens a body adds after them."""
     units: list[str] = []
     extra: list[str] = []
-    for piece in _JOINER.split(compound):
+    for piece in JOINER.split(compound):
         dotted = _DOTTED.fullmatch(piece)
         if dotted:
             units.append(piece)
@@ -232,8 +233,8 @@ def _compound_units(compound: str) -> tuple[list[str], list[str]]:
 
 def _terms(text: str) -> Iterator[tuple[list[str], list[str]]]:
     """(units, extra) for every term of ``text``: a Han word is one unit and no extra."""
-    text = _DIGIT_COMMA.sub("", normalize(text))
-    for index, chunk in enumerate(_HAN_RUN.split(text)):
+    text = DIGIT_COMMA.sub("", normalize(text))
+    for index, chunk in enumerate(HAN_RUN.split(text)):
         if not chunk:
             continue
         if index % 2:  # the split's captured group: a Han run

@@ -160,12 +160,10 @@ class Extractor(Stage[Extracted]):
         todo = [w for w in out if w.worth_extracting]
 
         def index() -> None:
-            for w in out:
-                w.fts = [
-                    ("event", r[3], r[1], event_body(contents.get(r[3], r[10])))
-                    for r in first
-                    if r[0] == w.window.window_id
-                ]
+            by_window = {w.window.window_id: w for w in out}
+            for r in first:
+                body = event_body(contents.get(r[3], r[10]))
+                by_window[r[0]].fts.append(("event", r[3], r[1], body))
 
         def run() -> None:
             index()
