@@ -10,7 +10,16 @@ import pytest
 
 from hlmem.config import StoreConfig
 from hlmem.errors import SchemaError, StoreError
-from hlmem.store import Store, fresh_schema, migrations, normalize_schema, sqlite_module
+from hlmem.store import (
+    JSON_QUERIES,
+    Store,
+    SyncTx,
+    fresh_schema,
+    json_rows_form,
+    migrations,
+    normalize_schema,
+    sqlite_module,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -214,3 +223,87 @@ async def test_the_claims_rebuild_keeps_rows_and_links(
         assert check.execute("PRAGMA foreign_key_check").fetchall() == []
     finally:
         check.close()
+
+
+# --- executemany as one statement over a JSON array -------------------------------------------
+
+
+def test_json_rows_form_rewrites_only_single_row_inserts() -> None:
+    form = json_rows_form("INSERT INTO t (a, b) VALUES (?, lower(?)) ON CONFLICT (a) DO NOTHING;")
+    assert form is not None
+    assert "json_extract(value, '$[0]'), lower(json_extract(value, '$[1]'))" in form
+    assert form.rstrip().endswith("ON CONFLICT (a) DO NOTHING")
+    assert "ORDER BY key" in form  # rows go in in array order
+    # shapes it leaves alone: named parameters, parameters in the upsert tail, updates
+    assert json_rows_form("INSERT INTO t (a) VALUES (:a)") is None
+    assert (
+        json_rows_form("INSERT INTO t (a) VALUES (?) ON CONFLICT (a) DO UPDATE SET b = ?") is None
+    )
+    assert json_rows_form("UPDATE t SET a = ? WHERE id = ?") is None
+    assert "insert_event" in JSON_QUERIES and "fts_insert" in JSON_QUERIES
+
+
+async def test_executemany_json_form_writes_what_row_binding_writes(
+    store: Store, db_path: Path, store_cfg: StoreConfig
+) -> None:
+    """The same rows through the JSON form (writer thread, async Tx) and row by row
+    (``json_rows=False``) are stored identically: types, NULLs, Chinese text, order."""
+    rows = [
+        (
+            f"{tag}{i}",
+            "默认",
+            f"会话{i % 3}",
+            "user",
+            text,
+            f"h{i}",
+            "2026-01-01T00:00:00+00:00",
+            "2026-01-01T00:00:00+00:00",
+            "user_direct",
+            "interactive",
+            meta,
+        )
+        for tag in ("a", "b", "c")
+        for i, (text, meta) in enumerate(
+            [
+                ("我的猫叫小白", "{}"),
+                ('quote " and \\ backslash', '{"k": [1, 2.5, null]}'),
+                ("emoji 🐱 and tab\t", "{}"),
+            ]
+        )
+    ]
+    by_tag = {t: [r for r in rows if r[0].startswith(t)] for t in "abc"}
+    await store.run_in_transaction(lambda tx: tx.executemany("insert_event", by_tag["a"]))
+    async with store.transaction() as tx:
+        assert await tx.executemany("insert_event", by_tag["b"]) == 3
+    await store.run_in_transaction(
+        lambda tx: SyncTx(tx._conn, json_rows=False).executemany("insert_event", by_tag["c"])
+    )
+    conn = store_cfg_module(store_cfg).connect(str(db_path))
+    try:
+        stored = conn.execute(
+            "SELECT id, namespace, session_id, content, metadata, typeof(content) FROM events "
+            "ORDER BY seq"
+        ).fetchall()
+    finally:
+        conn.close()
+    assert [r[0] for r in stored] == [r[0] for r in rows]  # array order is seq order
+    for tag in "bc":
+        mine = [r[1:] for r in stored if r[0].startswith(tag)]
+        assert mine == [r[1:] for r in stored if r[0].startswith("a")]
+    assert stored[0][1:4] == ("默认", "会话0", "我的猫叫小白")
+
+
+async def test_executemany_binds_rows_json_cannot_carry(store: Store, db_path: Path) -> None:
+    """Bytes (a vector) and NaN have no exact JSON form: those rows are bound one by one."""
+    blob = bytes(range(8))
+    rows = [
+        ("claim", f"c{i}", "default", "m", "v1", 2, blob, "2026-01-01T00:00:00+00:00")
+        for i in range(3)
+    ]
+    assert await store.run_in_transaction(lambda tx: tx.executemany("vector_upsert", rows)) == 3
+    conn = sqlite_module(StoreConfig().sqlite_module).connect(str(db_path))
+    try:
+        blobs = conn.execute("SELECT vector FROM vectors ORDER BY owner_id").fetchall()
+    finally:
+        conn.close()
+    assert [b[0] for b in blobs] == [blob] * 3

@@ -222,15 +222,12 @@ class EventWriter:
 
     @staticmethod
     def _write(
-        groups: list[list[EventRow]], now: float, tx: SyncTx, *, per_row: bool = False
+        groups: list[list[EventRow]], now: float, tx: SyncTx
     ) -> tuple[list[list[tuple[str, bool]]], int]:
         """The group commit, on the writer thread (or in the writer child process): events,
         sessions, one windower job, and the backlog count (read in the same hop, so the
-        committer never stalls on it).
-
-        On the writer thread the rows go in as one JSON array per statement (one GIL release
-        per batch). ``per_row`` (the writer child, which has its own GIL) inserts the same rows
-        in the same order with ``executemany`` instead, which costs SQLite about a third.
+        committer never stalls on it). ``tx.executemany`` puts the rows in as one JSON array
+        per statement on the writer thread (one GIL release per batch), row by row in the child.
         """
         ids = [row[0] for rows in groups for row in rows]
         seen = {r[0] for r in tx.fetchall("existing_event_ids", (json.dumps(ids),))}
@@ -247,21 +244,13 @@ class EventWriter:
             results.append(out)
         if new_rows:
             sessions = {(r[1], r[2]): (r[1], r[2], r[9], r[7]) for r in new_rows}
-            if per_row:
-                tx.executemany("insert_event", new_rows)
-                tx.executemany("insert_session", list(sessions.values()))
-            else:
-                tx.execute("insert_events_json", (_json_rows(new_rows),))
-                tx.execute("insert_sessions_json", (_json_rows(list(sessions.values())),))
+            tx.executemany("insert_event", new_rows)
+            tx.executemany("insert_session", list(sessions.values()))
             # One windower job per group commit: one hop per batch, never per event.
             payload = EventsAdded(event_ids=tuple(r[0] for r in new_rows))
             spec = JobSpec(kind=WINDOWER, payload=payload, size=len(new_rows))
             tx.execute("insert_job", spec.row(now))
         return results, int(tx.fetchall("count_backlog")[0][0])
-
-
-def _json_rows(rows: list[Any]) -> str:
-    return json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
 
 
 def coerce_event(item: EventIn | dict[str, Any]) -> EventIn:

@@ -12,6 +12,7 @@ is gone. Running owners renew their leases, so a long job is not stolen from a l
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import random
@@ -81,6 +82,10 @@ def _pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _ids(jobs: list[Job]) -> str:
+    return json.dumps([j.id for j in jobs])
 
 
 def new_owner() -> str:
@@ -190,7 +195,7 @@ class JobQueue:
             it); the caller's transaction must roll back so its outputs are not written twice.
         """
         now = wall()
-        changed = await tx.executemany("complete_job", [(now, j.id, self.owner) for j in jobs])
+        changed = await tx.execute("complete_jobs", (now, _ids(jobs), self.owner))
         if changed != len(jobs):
             raise LeaseLost([j.id for j in jobs])
 
@@ -200,7 +205,7 @@ class JobQueue:
         :raises LeaseLost: as :meth:`complete` does (the transaction rolls back).
         """
         now = wall()
-        changed = tx.executemany("complete_job", [(now, j.id, self.owner) for j in jobs])
+        changed = tx.execute("complete_jobs", (now, _ids(jobs), self.owner))
         if changed != len(jobs):
             raise LeaseLost([j.id for j in jobs])
 
@@ -236,7 +241,7 @@ class JobQueue:
             return
         with anyio.CancelScope(shield=True):
             async with self.store.transaction() as tx:
-                await tx.executemany("release_job", [(wall(), j.id, self.owner) for j in jobs])
+                await tx.execute("release_jobs", (wall(), _ids(jobs), self.owner))
 
     async def renew(self) -> None:
         async with self.store.transaction() as tx:

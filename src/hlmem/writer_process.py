@@ -11,9 +11,9 @@ The child does what the thread does: :meth:`hlmem.ingest.EventWriter._write` thr
 :class:`hlmem.store.SyncTx` inside ``BEGIN IMMEDIATE … COMMIT`` (:func:`hlmem.store.transact_sync`),
 on a connection opened by :func:`hlmem.store.connect_sync` with the same SQLite module and
 pragmas as the parent's store. Two things differ, both for speed and neither visible in the
-file: the rows go in with ``executemany`` (``_write(per_row=True)``; the JSON-array insert exists
-only to spare the thread GIL hand-backs, and costs SQLite ~3x more), and WAL checkpoints run on a
-second connection in a thread of the child instead of inside whichever commit crosses 1,000
+file: the rows are bound row by row (``transact_sync(json_rows=False)``; the JSON-array insert
+exists only to spare the thread GIL hand-backs, and costs SQLite ~3x more), and WAL checkpoints
+run on a second connection in a thread of the child instead of inside whichever commit crosses 1,000
 pages (:class:`_Checkpointer`). The parent resolves its submitters' futures only after the
 child's reply, so an acknowledged event is still durable. The child is the only *ingest*
 writer; the pipeline's transactions keep using the store's writer connection in the parent, and
@@ -395,7 +395,7 @@ def serve(path: Path, cfg: StoreConfig, inp: BinaryIO, out: BinaryIO) -> int:
             try:
                 with errors.mapped():
                     result = transact_sync(
-                        conn, partial(EventWriter._write, groups, now, per_row=True)
+                        conn, partial(EventWriter._write, groups, now), json_rows=False
                     )
                 reply: tuple[Any, ...] = ("ok", result)
             except Exception as exc:

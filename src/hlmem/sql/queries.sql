@@ -1,5 +1,7 @@
 -- Named queries, loaded once by store.py. Each block starts with `-- name: verb_noun`.
 -- Parameters are always bound; lists travel as one JSON array read with json_each.
+-- A single-row INSERT ... VALUES (?, ...) also gets a JSON-array form for many rows
+-- (hlmem.store.json_rows_form): executemany runs it once over all rows.
 
 -- name: existing_event_ids
 SELECT id FROM events WHERE id IN (SELECT value FROM json_each(?));
@@ -8,27 +10,6 @@ SELECT id FROM events WHERE id IN (SELECT value FROM json_each(?));
 INSERT INTO events (id, namespace, session_id, role, content, content_hash, occurred_at,
                     recorded_at, origin_class, session_kind, metadata)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
-
--- name: insert_events_json
--- The group commit: all rows in one JSON array, inserted by one statement. One sqlite3_step
--- means one release of the GIL for the whole batch instead of one per row, so a busy event
--- loop cannot stall the writer thread row by row. Array order is kept (seq order).
-INSERT INTO events (id, namespace, session_id, role, content, content_hash, occurred_at,
-                    recorded_at, origin_class, session_kind, metadata)
-SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
-       json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]'),
-       json_extract(value, '$[6]'), json_extract(value, '$[7]'), json_extract(value, '$[8]'),
-       json_extract(value, '$[9]'), json_extract(value, '$[10]')
-FROM json_each(?)
-ORDER BY key;
-
--- name: insert_sessions_json
-INSERT INTO sessions (namespace, session_id, session_kind, started_at)
-SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
-       json_extract(value, '$[3]')
-FROM json_each(?)
-WHERE true
-ON CONFLICT (namespace, session_id) DO NOTHING;
 
 -- name: insert_session
 INSERT INTO sessions (namespace, session_id, session_kind, started_at)
@@ -61,9 +42,10 @@ WHERE id IN (
 )
 RETURNING id, kind, payload, attempts;
 
--- name: complete_job
+-- name: complete_jobs
+-- (now, job ids as a JSON array, owner): one statement for the batch.
 UPDATE jobs SET status = 'done', owner = NULL, lease_until = NULL, updated_at = ?
-WHERE id = ? AND status = 'doing' AND owner = ?;
+WHERE id IN (SELECT value FROM json_each(?)) AND status = 'doing' AND owner = ?;
 
 -- name: retry_job
 UPDATE jobs SET status = 'todo', owner = NULL, lease_until = NULL, run_after = ?,
@@ -75,10 +57,11 @@ UPDATE jobs SET status = ?, owner = NULL, lease_until = NULL, last_error = ?, de
                 updated_at = ?
 WHERE id = ? AND status = 'doing' AND owner = ?;
 
--- name: release_job
+-- name: release_jobs
+-- (now, job ids as a JSON array, owner)
 UPDATE jobs SET status = 'todo', owner = NULL, lease_until = NULL,
                 attempts = max(attempts - 1, 0), updated_at = ?
-WHERE id = ? AND status = 'doing' AND owner = ?;
+WHERE id IN (SELECT value FROM json_each(?)) AND status = 'doing' AND owner = ?;
 
 -- name: renew_leases
 UPDATE jobs SET lease_until = ? WHERE owner = ? AND status = 'doing';
@@ -144,8 +127,13 @@ INSERT OR IGNORE INTO windows (id, namespace, session_id, session_key, status, o
                                closed_at, close_reason, item_count)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?);
 
--- name: update_window
-UPDATE windows SET item_count = ?, status = ?, closed_at = ?, close_reason = ? WHERE id = ?;
+-- name: update_windows
+-- One JSON array of [item_count, status, closed_at, close_reason, id] rows: one statement.
+UPDATE windows
+SET item_count = json_extract(j.value, '$[0]'), status = json_extract(j.value, '$[1]'),
+    closed_at = json_extract(j.value, '$[2]'), close_reason = json_extract(j.value, '$[3]')
+FROM json_each(?) AS j
+WHERE windows.id = json_extract(j.value, '$[4]');
 
 -- name: insert_window_item
 INSERT OR IGNORE INTO window_items (window_id, pos, event_id, chunk_no, chunk_count,

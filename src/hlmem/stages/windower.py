@@ -108,20 +108,13 @@ class _Batch:
     def write(self, tx: SyncTx) -> list[JobSpec]:
         # Existing rows first (this is where a session's old window closes), then new rows with
         # their final state, so the one-open-window-per-session index never sees two.
-        tx.executemany(
-            "update_window",
-            [
-                (
-                    w.item_count,
-                    "closed" if w.closed_at else "open",
-                    w.closed_at,
-                    w.close_reason,
-                    w.id,
-                )
-                for w in self.touched
-                if w.stored and w.dirty
-            ],
-        )
+        updates = [
+            (w.item_count, "closed" if w.closed_at else "open", w.closed_at, w.close_reason, w.id)
+            for w in self.touched
+            if w.stored and w.dirty
+        ]
+        if updates:
+            tx.execute("update_windows", (json.dumps(updates, ensure_ascii=False),))
         tx.executemany(
             "insert_window",
             [
