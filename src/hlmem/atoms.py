@@ -401,6 +401,11 @@ def _expand(text: str) -> str:
 _pos_lock = threading.Lock()
 
 
+def load() -> None:
+    """Load the part-of-speech tagger now (its word-tag table; ~0.5 s once per process)."""
+    _posseg()
+
+
 @lru_cache(maxsize=1)
 def _posseg() -> ModuleType:
     import jieba

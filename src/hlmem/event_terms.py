@@ -26,21 +26,29 @@ def _han_tokens(run: str) -> list[str]:
 
 # Outside Han runs, the tokens index_text makes, found by one regex: a dotted number with its
 # letter prefix ("v1.2", "python3.11") whole, else runs of letters or digits; words joined by
-# - . : _ ' come apart into their units (a query asks for them as a phrase).
+# - . : _ ' come apart into their units (a query asks for them as a phrase). Most chunks have
+# no dotted number and no joiner: a plain findall of the runs (same tokens) then does.
 _TOKEN = re.compile(r"([^\W\d_]*)(\d+(?:\.\d+)+)|[^\W_]+")
-_JOINED = re.compile(r"[^\W_]+(?:[-:_'’][^\W_]+)+")
+_WORD = re.compile(r"[^\W_]+")
+_DOTTED = re.compile(r"\d\.\d")
+_JOINT = re.compile(r"[^\W_][-:_'’][^\W_]")
+# Possessive runs from a word start only: no retrying from every letter of every word.
+_JOINED = re.compile(r"(?<![^\W_])[^\W_]++(?:[-:_'’][^\W_]++)+")
 
 
 def _other_tokens(chunk: str) -> list[str]:
-    out: list[str] = []
-    for m in _TOKEN.finditer(chunk):
-        out.append(m.group())
-        if m.group(2) and m.group(1):  # "v1.2": also "1.2" and "v"
-            out.append(m.group(2))
-            if len(m.group(1)) > 1:
-                out.append(m.group(1))
-    # "e-mail" is also found as "email"
-    out.extend(JOINER.sub("", j) for j in _JOINED.findall(chunk))
+    if _DOTTED.search(chunk):
+        out: list[str] = []
+        for m in _TOKEN.finditer(chunk):
+            out.append(m.group())
+            if m.group(2) and m.group(1):  # "v1.2": also "1.2" and "v"
+                out.append(m.group(2))
+                if len(m.group(1)) > 1:
+                    out.append(m.group(1))
+    else:
+        out = _WORD.findall(chunk)
+    if _JOINT.search(chunk):  # "e-mail" is also found as "email"
+        out.extend(JOINER.sub("", j) for j in _JOINED.findall(chunk))
     return out
 
 

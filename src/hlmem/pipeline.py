@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskStatus
 
+from hlmem import atoms, segment
 from hlmem.clock import Clock
 from hlmem.config import Config, StageConfig
 from hlmem.errors import Retryable, StoreError
@@ -61,6 +62,11 @@ def needs_gateway(cfg: Config) -> bool:
     return cfg.extractor.kind == "model" or cfg.embedder.provider != "local" or cfg.dedup.audit
 
 
+def _load_language_data() -> None:
+    segment.load()
+    atoms.load()
+
+
 class Pipeline:
     def __init__(
         self, queue: JobQueue, cfg: Config, clock: Clock, gateway: Gateway | None = None
@@ -76,6 +82,9 @@ class Pipeline:
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         try:
+            # The language data the stages cut text with, loaded before the first job (not
+            # inside it, where it would stall the pipeline's first windows by seconds).
+            await anyio.to_thread.run_sync(_load_language_data)
             await self.queue.recover()
             async with anyio.create_task_group() as tg:
                 for runner in self.runners:
