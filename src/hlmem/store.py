@@ -21,6 +21,7 @@ import json
 import logging
 import re
 import sqlite3
+import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ from hlmem.errors import ClosedError, ImmutableEvent, SchemaError, StoreBusy, St
 log = logging.getLogger(__name__)
 
 MIN_SQLITE = (3, 35, 0)  # RETURNING
+CHECKPOINT_INTERVAL_S = 0.1  # WAL checkpoints run at most this often, off the commit path
 Params = Sequence[Any] | dict[str, Any]
 T = TypeVar("T")
 
@@ -218,6 +220,50 @@ def transact_sync(conn: Any, fn: Callable[[SyncTx], T], *, json_rows: bool = Tru
     return result
 
 
+class Checkpointer(threading.Thread):
+    """Checkpoints the WAL on its own connection, so that no commit waits for a checkpoint
+    (the store's writer connection and the ingest writer child both use one).
+
+    With SQLite's default automatic checkpoint, the commit that takes the WAL past 1,000 pages
+    copies them into the database before it returns: at high rates that is one commit in a few,
+    and it sets the tail of ack latency (measured on 150-row commits: p90/p99 13/20 ms with it,
+    7/8 ms without; p50 5 ms either way). The writer connection therefore runs with
+    ``wal_autocheckpoint = 0`` and nudges this thread after each commit; the thread runs a
+    ``PASSIVE`` checkpoint (never blocks the writer or readers) at most every
+    ``CHECKPOINT_INTERVAL_S``. The GIL is released while SQLite works.
+    """
+
+    def __init__(self, conn: Any) -> None:
+        super().__init__(name="hlmem-checkpointer", daemon=True)
+        self._conn = conn
+        self._due = threading.Event()
+        self._stopping = threading.Event()
+
+    def nudge(self) -> None:
+        self._due.set()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._due.set()
+        self.join()
+
+    def run(self) -> None:
+        try:
+            while True:
+                self._due.wait()
+                if self._stopping.is_set():
+                    return
+                self._due.clear()
+                try:
+                    self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                except Exception as exc:  # the next nudge tries again
+                    log.warning("checkpoint failed: %s", exc, extra={"action": "checkpoint_failed"})
+                if self._stopping.wait(CHECKPOINT_INTERVAL_S):
+                    return
+        finally:
+            self._conn.close()
+
+
 @dataclass(frozen=True)
 class Capabilities:
     driver: str
@@ -338,6 +384,7 @@ class Store:
         # fast_acquire: an uncontended acquire does not yield, so the group commit is not
         # queued behind every ready producer task before it may start.
         self._lock = anyio.Lock(fast_acquire=True)
+        self._checkpointer: Checkpointer | None = None
         self._tx_depth: contextvars.ContextVar[int] = contextvars.ContextVar(
             f"hlmem_tx_{id(self)}", default=0
         )
@@ -377,6 +424,7 @@ class Store:
                 await store.migrate()
             else:
                 await store.check_schema()
+            await store._start_checkpointer()
         except BaseException:
             await store.close()
             raise
@@ -386,11 +434,31 @@ class Store:
         )
         return store
 
+    async def _start_checkpointer(self) -> None:
+        """WAL checkpoints move from the writer's commits to a thread of their own: with
+        SQLite's automatic checkpoint, the commit that takes the WAL past 1,000 pages copies
+        them into the database (with an fsync) before it returns, and every transaction queued
+        behind it waits."""
+        cfg = self.cfg.model_copy(update={"load_vec": False})
+        with self._errors.mapped():
+            conn = await anyio.to_thread.run_sync(
+                lambda: connect_sync(self.path, cfg, self.module)[0]
+            )
+        self._checkpointer = Checkpointer(conn)
+        self._checkpointer.start()
+        await self._writer.execute("PRAGMA wal_autocheckpoint = 0")
+
+    def _committed(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.nudge()
+
     async def close(self) -> None:
         if self._closed:
             return
         self._closed = True
         with anyio.CancelScope(shield=True):
+            if self._checkpointer is not None:
+                await anyio.to_thread.run_sync(self._checkpointer.stop)
             await self._reader.close()
             await self._writer.close()
 
@@ -447,6 +515,7 @@ class Store:
                     raise
                 with anyio.CancelScope(shield=True), self._errors.mapped():
                     await self._writer.commit()
+                self._committed()
             finally:
                 self._tx_depth.reset(token)
 
@@ -476,6 +545,7 @@ class Store:
             # wait for it, so that the lock is held exactly as long as the transaction is.
             with anyio.CancelScope(shield=True), self._errors.mapped():
                 result: T = await writer._execute(run)  # type: ignore[no-untyped-call]
+        self._committed()
         return result
 
     # --- reads --------------------------------------------------------------------------------

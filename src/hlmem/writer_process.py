@@ -13,11 +13,12 @@ on a connection opened by :func:`hlmem.store.connect_sync` with the same SQLite 
 pragmas as the parent's store. Two things differ, both for speed and neither visible in the
 file: the rows are bound row by row (``transact_sync(json_rows=False)``; the JSON-array insert
 exists only to spare the thread GIL hand-backs, and costs SQLite ~3x more), and WAL checkpoints
-run on a second connection in a thread of the child instead of inside whichever commit crosses 1,000
-pages (:class:`_Checkpointer`). The parent resolves its submitters' futures only after the
-child's reply, so an acknowledged event is still durable. The child is the only *ingest*
-writer; the pipeline's transactions keep using the store's writer connection in the parent, and
-SQLite's ``BEGIN IMMEDIATE`` plus ``busy_timeout`` serialise the two processes.
+run on a second connection in a thread of the child instead of inside whichever commit crosses
+1,000 pages (:class:`hlmem.store.Checkpointer`, as in the parent's store). The parent resolves
+its submitters' futures only after the child's reply, so an acknowledged event is still
+durable. The child is the only *ingest* writer; the pipeline's transactions keep using the
+store's writer connection in the parent, and SQLite's ``BEGIN IMMEDIATE`` plus
+``busy_timeout`` serialise the two processes.
 
 Protocol, over the child's stdin and stdout: frames of an 8-byte big-endian length and a pickle
 of plain tuples (pickle, because both ends are this module and it is the cheapest codec for
@@ -51,7 +52,6 @@ import signal
 import site
 import struct
 import sys
-import threading
 from functools import partial
 from pathlib import Path
 from subprocess import PIPE
@@ -64,7 +64,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from hlmem.config import StoreConfig
 from hlmem.errors import ImmutableEvent, SchemaError, StoreBusy, StoreError
 from hlmem.ingest import EventWriter
-from hlmem.store import _Errors, connect_sync, sqlite_module, transact_sync
+from hlmem.store import Checkpointer, _Errors, connect_sync, sqlite_module, transact_sync
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,6 @@ PICKLE_PROTOCOL = pickle.HIGHEST_PROTOCOL
 START_TIMEOUT_S = 60.0  # interpreter start-up and imports, on a busy machine
 CLOSE_TIMEOUT_S = 30.0  # an idle child exits at once on end of input; kill it after this
 EXIT_GRACE_S = 5.0  # a child whose pipes broke is exiting: let it, before killing it
-CHECKPOINT_INTERVAL_S = 0.1  # the child checkpoints the WAL at most this often, off the commit path
 
 Results = list[list[tuple[str, bool]]]
 _STREAM_ERRORS = (
@@ -330,49 +329,6 @@ def _send(out: BinaryIO, obj: Any) -> None:
     out.flush()
 
 
-class _Checkpointer(threading.Thread):
-    """Checkpoints the WAL on its own connection, so that no commit waits for a checkpoint.
-
-    With SQLite's default automatic checkpoint, the commit that takes the WAL past 1,000 pages
-    copies them into the database before it returns: at high rates that is one commit in a few,
-    and it sets the tail of ack latency (measured on 150-row commits: p90/p99 13/20 ms with it,
-    7/8 ms without; p50 5 ms either way). The writer connection therefore runs with
-    ``wal_autocheckpoint = 0`` and nudges this thread after each commit; the thread runs a
-    ``PASSIVE`` checkpoint (never blocks the writer or readers) at most every
-    ``CHECKPOINT_INTERVAL_S``. The GIL is released while SQLite works.
-    """
-
-    def __init__(self, conn: Any) -> None:
-        super().__init__(name="hlmem-checkpointer", daemon=True)
-        self._conn = conn
-        self._due = threading.Event()
-        self._stopping = threading.Event()
-
-    def nudge(self) -> None:
-        self._due.set()
-
-    def stop(self) -> None:
-        self._stopping.set()
-        self._due.set()
-        self.join()
-
-    def run(self) -> None:
-        try:
-            while True:
-                self._due.wait()
-                if self._stopping.is_set():
-                    return
-                self._due.clear()
-                try:
-                    self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-                except Exception as exc:  # the next nudge tries again
-                    log.warning("checkpoint failed: %s", exc, extra={"action": "checkpoint_failed"})
-                if self._stopping.wait(CHECKPOINT_INTERVAL_S):
-                    return
-        finally:
-            self._conn.close()
-
-
 def serve(path: Path, cfg: StoreConfig, inp: BinaryIO, out: BinaryIO) -> int:
     """Open the database, say ready, then commit every group read from ``inp`` until its end."""
     try:
@@ -380,8 +336,8 @@ def serve(path: Path, cfg: StoreConfig, inp: BinaryIO, out: BinaryIO) -> int:
         errors = _Errors(module)
         with errors.mapped():
             conn, _ = connect_sync(path, cfg, module)
-            conn.execute("PRAGMA wal_autocheckpoint = 0")  # _Checkpointer does it
-            checkpointer = _Checkpointer(
+            conn.execute("PRAGMA wal_autocheckpoint = 0")  # Checkpointer does it
+            checkpointer = Checkpointer(
                 connect_sync(path, cfg.model_copy(update={"load_vec": False}), module)[0]
             )
     except Exception as exc:
