@@ -275,7 +275,7 @@ class Extractor(Stage[Extracted]):
         extractions: list[tuple[object, ...]] = []
         decisions: list[tuple[object, ...]] = []
         fts: list[tuple[str, str, str, str]] = []
-        out: list[JobSpec] = []
+        proposed: dict[str, list[Candidate]] = {}  # namespace -> the batch's candidates
         for w in todo:
             window = w.window
             if window.window_id in done:
@@ -287,20 +287,24 @@ class Extractor(Stage[Extracted]):
                 (event_id, None, self.policy.mode, s.decision.decision, s.decision.rule, now)
                 for event_id, s in w.sources.items()
             )
-            candidates = tuple(self._candidate(w, i, d) for i, d in enumerate(w.drafts))
-            if candidates:
-                out.append(
-                    JobSpec(
-                        "admission",
-                        ClaimsProposed(candidates=candidates),
-                        namespace=window.namespace,
-                        size=len(candidates),
-                    )
+            if w.drafts:
+                proposed.setdefault(window.namespace, []).extend(
+                    self._candidate(w, i, d) for i, d in enumerate(w.drafts)
                 )
         tx.executemany("insert_extraction", extractions)
         tx.executemany("insert_admission_decision", decisions)
         tx.executemany("fts_insert", fts)
-        return out
+        # One admission job per namespace for the whole batch (not one per window): the job
+        # table's cost is per job, and admission decides each candidate on its own anyway.
+        return [
+            JobSpec(
+                "admission",
+                ClaimsProposed(candidates=tuple(candidates)),
+                namespace=namespace,
+                size=len(candidates),
+            )
+            for namespace, candidates in proposed.items()
+        ]
 
     def _candidate(self, w: _Window, index: int, draft: ClaimDraft) -> Candidate:
         first = w.sources[draft.evidence[0].event_id]
