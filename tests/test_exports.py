@@ -20,6 +20,7 @@ PUBLIC = [
     "HlmemError",
     "ImmutableEvent",
     "InputError",
+    "MaintenanceReport",
     "ManualClock",
     "Memory",
     "OriginClass",

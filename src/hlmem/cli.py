@@ -20,9 +20,10 @@ import anyio
 
 from hlmem.config import Config, env_default, load_config
 from hlmem.errors import HlmemError
+from hlmem.forget import ForgetResult
 from hlmem.memory import PipelineMode
 from hlmem.memory import open as open_memory
-from hlmem.messages import Claim
+from hlmem.messages import Claim, MaintenanceReport
 from hlmem.pipeline import wait_for_stop_signal
 from hlmem.store import Store
 
@@ -235,6 +236,31 @@ async def cmd_claims(args: argparse.Namespace, cfg: Config) -> int:
     return 0
 
 
+def _maintenance_text(r: MaintenanceReport) -> str:
+    return "\n".join(
+        [
+            f"maintenance pass: {r.ticks} tick(s)",
+            f"  ttl:       {r.ttl.expired} expired (vectors dropped: {r.ttl.vectors_dropped})",
+            f"  decay:     {r.decay.decayed} of {r.decay.scanned} active claims decayed",
+            f"  archive:   {r.archive.archived} archived "
+            f"(vectors dropped: {r.archive.vectors_dropped})",
+            f"  dedup:     {r.dedup.merged} merged of {r.dedup.scanned} compared",
+            f"  reindex:   {r.reindex.rewritten} full-text rows rewritten of "
+            f"{r.reindex.scanned}; observations archived {r.reindex.observations_archived}, "
+            f"waiting {r.reindex.observations_waiting}",
+            f"  hygiene:   {r.hygiene.jobs_purged} done jobs purged, "
+            f"{r.hygiene.vector_log_pruned} vector deletions pruned",
+        ]
+    )
+
+
+async def cmd_maintain(args: argparse.Namespace, cfg: Config) -> int:
+    async with open_memory(_need_db(args), config=cfg, pipeline="external") as mem:
+        report = await mem.maintain()
+    _out(args, report.model_dump(mode="json"), _maintenance_text(report))
+    return 0
+
+
 async def cmd_ops(args: argparse.Namespace, cfg: Config) -> int:
     from hlmem.ops import ops_report, parse_since, render
 
@@ -245,6 +271,62 @@ async def cmd_ops(args: argparse.Namespace, cfg: Config) -> int:
     finally:
         await store.close()
     _out(args, report.model_dump(mode="json"), render(report))
+    return 0
+
+
+def _forget_text(r: ForgetResult) -> str:
+    if r.already_forgotten:
+        return "already forgotten: nothing left to forget"
+    if not (r.claim_ids or r.event_ids):
+        return "nothing to forget"
+    verb = "would forget" if r.dry_run else "forgot"
+    lines = [
+        f"{verb} {len(r.claim_ids)} claim(s) and {len(r.event_ids)} event(s): {r.vectors} "
+        f"vector(s), {r.fts_rows} full-text row(s), {r.evidence_links} evidence link(s); "
+        f"{r.tombstones} tombstone(s)" + (" (dry run: nothing changed)" if r.dry_run else "")
+    ]
+    lines += [f"  claim {c}" for c in r.claim_ids] + [f"  event {e}" for e in r.event_ids]
+    lines += [f"  kept event {e} (still needed)" for e in r.kept_event_ids]
+    lines += [f"  believed again: claim {c}" for c in r.reinstated_claim_ids]
+    return "\n".join(lines)
+
+
+async def cmd_forget(args: argparse.Namespace, cfg: Config) -> int:
+    async with open_memory(_need_db(args), config=cfg, pipeline="external") as mem:
+        result = await mem.forget(
+            claim_id=args.claim,
+            event_id=args.event,
+            session_id=args.session,
+            query=args.query,
+            namespace=args.namespace,
+            dry_run=args.dry_run,
+        )
+    _out(args, result.model_dump(mode="json"), _forget_text(result))
+    return 0
+
+
+async def cmd_correct(args: argparse.Namespace, cfg: Config) -> int:
+    mode: PipelineMode = "inline" if args.drain else "external"
+    async with open_memory(_need_db(args), config=cfg, pipeline=mode) as mem:
+        done = await mem.correct(args.claim_id, args.text)
+        if args.drain:
+            await mem.drain()
+    when = "now replaces" if args.drain else "will replace (once the pipeline has placed it)"
+    _out(
+        args,
+        done.model_dump(mode="json"),
+        f"correction recorded (event {done.event_id}): {done.predicate} = {done.value}; claim "
+        f"{done.claim_id} {when} claim {done.corrects}",
+    )
+    return 0
+
+
+async def cmd_explain(args: argparse.Namespace, cfg: Config) -> int:
+    from hlmem.explain import render
+
+    async with open_memory(_need_db(args), config=cfg, pipeline="external") as mem:
+        explanation = await mem.explain(args.id)
+    _out(args, explanation.model_dump(mode="json"), render(explanation))
     return 0
 
 
@@ -362,6 +444,69 @@ def _add_sim_provider(sub: argparse.ArgumentParser) -> None:
     opt("--require-key", str, None, "answer 401 unless 'Authorization: Bearer KEY' is sent")
 
 
+#: ``hlmem loadtest --extractor`` choices
+EXTRACTORS = ["model", "rules"]
+
+
+async def cmd_loadtest(args: argparse.Namespace, cfg: Config) -> int:
+    from pydantic import ValidationError
+    from tqdm import tqdm
+
+    from hlmem.errors import ConfigError
+    from hlmem.loadreport import render as render_load
+    from hlmem.loadtest import LoadSpec, run_loadtest
+    from hlmem.report_html import write_html
+
+    try:
+        spec = LoadSpec(**{k: v for k, v in vars(args).items() if k in LoadSpec.model_fields})
+    except ValidationError as exc:
+        raise ConfigError(f"loadtest: {exc}") from None
+    quiet = args.json or not sys.stderr.isatty()
+    with tqdm(total=spec.planned_events, desc="loadtest", unit="event", disable=quiet) as bar:
+        report = await run_loadtest(
+            spec, cfg, db=args.db, progress=bar.update, status=bar.set_postfix_str
+        )
+    if args.report:
+        await anyio.to_thread.run_sync(write_html, report, Path(args.report))
+    _out(args, report.model_dump(mode="json"), render_load(report))
+    return 0 if report.consistent else 1
+
+
+def _add_loadtest(sub: argparse.ArgumentParser) -> None:
+    def opt(flag: str, kind: type, default: object, help_text: str, **kw: Any) -> None:
+        env = "LOADTEST_" + flag.lstrip("-").replace("-", "_").upper()
+        value = env_default(env)
+        sub.add_argument(
+            flag,
+            type=kind,
+            default=default if value is None else value,
+            help=f"{help_text} [env HLMEM_{env}]",
+            **kw,
+        )
+
+    opt("--sessions", int, 20, "agent sessions (conversations)")
+    opt("--events-per-session", int, 20, "events each session sends")
+    opt("--rate", float, None, "events/s offered over all sessions (None: as fast as acked)")
+    opt("--concurrency", int, None, "sessions talking at once (None: all)")
+    opt("--duration", float, None, "stop offering after this many seconds", dest="duration_s")
+    opt("--seed", int, 0, "seed of the conversations (and of the sim-provider)")
+    opt("--provider", str, "sim", "'sim' or a TOML config with a real provider (needs --budget)")
+    opt("--extractor", str, None, "model or rules (default: model on sim)", choices=EXTRACTORS)
+    opt("--budget", float, None, "hard spending cap enforced by the gateway (real provider)")
+    opt("--latency-ms", float, 200.0, "sim: latency of every answer")
+    opt("--jitter-ms", float, 0.0, "sim: latency varies by up to this much either way")
+    opt("--rpm", int, None, "sim: requests per minute it admits (the gateway paces to it)")
+    opt("--tpm", int, None, "sim: tokens per minute it admits (the gateway paces to it)")
+    opt("--error-rate", float, 0.0, "sim: fraction of requests answered with HTTP 500")
+    opt("--price-in", float, 0.00015, "sim: price per 1k prompt tokens (budget currency)")
+    opt("--price-out", float, 0.0006, "sim: price per 1k completion tokens (budget currency)")
+    opt("--provider-concurrency", int, 16, "sim: requests the gateway keeps in flight")
+    opt("--sample-interval-s", float, 0.5, "queue depth, cost and RSS sampled this often")
+    opt("--e2e-sample", int, 300, "memorable events followed to their claim (e2e latency)")
+    opt("--drain-timeout-s", float, 600.0, "give up draining after this long")
+    opt("--report", str, None, "also write a self-contained HTML report to this file")
+
+
 # --- parser -----------------------------------------------------------------------------------
 
 
@@ -474,6 +619,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--as-of", help="what was believed at this ISO 8601 time (recorded time)")
     p.add_argument("--valid-at", help="what was true at this ISO 8601 time (valid time)")
     p.add_argument("--limit", type=int, default=100, help="most claims shown")
+    p = command(
+        "forget", cmd_forget, "forget claims and their events for good (tombstones stop replays)"
+    )
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--claim", help="this claim")
+    which.add_argument("--event", help="this event and every claim resting on it")
+    which.add_argument("--session", help="every event of this session and their claims")
+    which.add_argument("--query", help="the claims recall finds best for this query")
+    p.add_argument(
+        "--namespace", default=None, help="namespace (default: ingest.default_namespace)"
+    )
+    p.add_argument("--dry-run", action="store_true", help="show what would go; change nothing")
+    p = command("correct", cmd_correct, "correct a claim with the user's value or words")
+    p.add_argument("claim_id", help="the active claim to correct")
+    p.add_argument("text", help='the new value ("北京") or the user\'s words ("其实我住在北京")')
+    p.add_argument(
+        "--drain", action="store_true", help="run the pipeline here until the correction is placed"
+    )
+    p = command("explain", cmd_explain, "explain where a memory came from and what changed it")
+    explain = p.add_subparsers(dest="explain_cmd", required=True, metavar="WHAT")
+    ec = explain.add_parser(
+        "claim",
+        help="a claim: clocks, evidence and sources, admission, merges, supersessions both "
+        "ways, model calls",
+        formatter_class=fmt,
+    )
+    ec.add_argument("id", help="the claim id")
+    ec.add_argument("--json", action="store_true", help="machine-readable output")
     p = command("ops", cmd_ops, "operations: model-call costs, latency and queue health")
     ops = p.add_subparsers(dest="ops_cmd", required=True, metavar="ACTION")
     orep = ops.add_parser(
@@ -484,10 +657,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     orep.add_argument("--since", default="24h", help="window: 30m, 24h, 7d, ...")
     orep.add_argument("--json", action="store_true", help="machine-readable output")
+    command("maintain", cmd_maintain, "run one maintenance pass now (TTL, decay, archive, ...)")
     command("doctor", cmd_doctor, "check the SQLite module, its version and sqlite-vec")
     command("quickstart", cmd_quickstart, "run a sample conversation through a fresh store")
     _add_sim_provider(
         command("sim-provider", cmd_sim_provider, "serve a simulated OpenAI-compatible provider")
+    )
+    _add_loadtest(
+        command("loadtest", cmd_loadtest, "what N sessions cost and whether the pipeline keeps up")
     )
     return parser
 

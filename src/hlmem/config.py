@@ -93,6 +93,8 @@ class PipelineConfig(_Section):
     dedup: StageConfig = StageConfig(workers=1, batch_size=64, buffer_batches=2)
     conflict: StageConfig = StageConfig(workers=1, batch_size=64, buffer_batches=2)
     embedder: StageConfig = StageConfig(workers=1, batch_size=16, buffer_batches=2)
+    # One maintenance tick at a time (its jobs share one dedup key anyway).
+    maintenance: StageConfig = StageConfig(workers=1, batch_size=1, buffer_batches=1)
 
 
 class ExtractorConfig(_Section):
@@ -220,16 +222,30 @@ class PluginsConfig(_Section):
     allowlist: list[str] = []
 
 
+class ForgetConfig(_Section):
+    # forget(query=...): of what recall returns for the query (claims, and events with the
+    # claims resting on them), the items scoring at least this fraction of the best one's
+    # score are forgotten (1.0: the best and its ties) ...
+    query_relative_score: float = Field(0.8, gt=0, le=1)
+    # ... and at most this many per call (claims folded into a chosen one go with it).
+    query_max_items: int = Field(5, ge=1)
+
+
 class RecallConfig(_Section):
     # Candidates each channel contributes before fusion.
     fts_candidates: int = Field(100, ge=1)
     vector_candidates: int = Field(100, ge=1)
+    # The most rows one full-text search ranks with bm25 (hlmem.fts.fts_search_terms): terms
+    # too common to rank every match only rank what rarer terms missed, newest first.
+    fts_rank_rows: int = Field(500, ge=1)
     # Vector hits less similar than this (cosine) are noise, not candidates.
     min_vector_score: float = Field(0.15, ge=-1, le=1)
     # Reciprocal rank fusion: score = sum over channels of 1 / (rrf_k + rank).
     rrf_k: float = Field(60.0, gt=0)
-    # "numpy": exact scan of an in-memory matrix; "sqlite-vec": scan in SQLite (no RAM copy).
-    vector_backend: Literal["numpy", "sqlite-vec"] = "numpy"
+    # "numpy": exact scan of an in-memory matrix; "sqlite-vec": scan in SQLite (no RAM copy);
+    # "auto": numpy while the vectors fit in numpy_max_mib, else sqlite-vec (when loaded).
+    vector_backend: Literal["auto", "numpy", "sqlite-vec"] = "auto"
+    numpy_max_mib: float = Field(4096.0, ge=0)
     # enforce: a query naming a known entity recalls only memories about it; prefer: those rank
     # first; off: no constraint.
     entity_constraint: Literal["enforce", "prefer", "off"] = "enforce"
@@ -246,6 +262,65 @@ class RecallConfig(_Section):
     user_dict_paths: list[str] = []
 
 
+class ScopeDays(_Section):
+    """A number of days per claim scope (``inf``: never); subclasses set the defaults."""
+
+    long_term: float = Field(math.inf, gt=0)
+    short_term: float = Field(math.inf, gt=0)
+    plan: float = Field(math.inf, gt=0)
+
+    def of(self, scope: str) -> float:
+        """The value for ``scope``; an unknown scope counts as long_term."""
+        value: float = getattr(self, scope, self.long_term)
+        return value
+
+
+class TtlGraceDays(ScopeDays):
+    long_term: float = Field(math.inf, gt=0)
+    short_term: float = Field(7.0, gt=0)
+    plan: float = Field(1.0, gt=0)
+
+
+class HalfLifeDays(ScopeDays):
+    long_term: float = Field(90.0, gt=0)
+    short_term: float = Field(14.0, gt=0)
+    plan: float = Field(7.0, gt=0)
+
+
+class MaintenanceConfig(_Section):
+    # Periodic passes in the pipeline (inline and `hlmem worker`); `mem.maintain()` and
+    # `hlmem maintain` run a pass whatever this says.
+    enabled: bool = True
+    # Time from the end of one pass to the start of the next (the injectable clock's time).
+    interval_s: float = Field(3600.0, gt=0)
+    # Bound of one tick (one short writer transaction): rows each task handles at most.
+    max_items_per_task: int = Field(500, ge=1)
+    # Wall-clock pause between two ticks of one pass, leaving the writer to ingestion.
+    pause_between_ticks_s: float = Field(0.5, ge=0)
+    # TTL: an active claim of this scope expires (status archived, reason "expired") once
+    # valid_to + grace * (1 + ttl_importance_factor * importance) has passed.
+    ttl_grace_days: TtlGraceDays = TtlGraceDays()
+    ttl_importance_factor: float = Field(1.0, ge=0)
+    # Activation halves every half_life * (1 + half_life_importance_factor * importance) days
+    # since it was last evaluated; it never changes confidence.
+    half_life_days: HalfLifeDays = HalfLifeDays()
+    half_life_importance_factor: float = Field(1.0, ge=0)
+    # What a recall that returns a claim, and positive feedback on it, add to its activation.
+    access_boost: float = Field(0.1, ge=0)
+    feedback_boost: float = Field(0.5, ge=0)
+    activation_cap: float = Field(5.0, gt=0)
+    # Archive: active claims not accessed for archive_silent_days whose activation has decayed
+    # to archive_max_activation or below; importance at or above archive_keep_importance is
+    # never archived for silence.
+    archive_silent_days: float = Field(180.0, ge=0)
+    archive_max_activation: float = Field(0.2, ge=0)
+    archive_keep_importance: float = Field(0.9, ge=0)
+    # Job hygiene: done jobs are deleted this long after they finished (failed and parked
+    # jobs are kept); logged vector deletions are pruned this long after they were logged.
+    done_jobs_keep_days: float = Field(7.0, ge=0)
+    vector_log_keep_days: float = Field(1.0, ge=0)
+
+
 class Config(_Section):
     store: StoreConfig = StoreConfig()
     ingest: IngestConfig = IngestConfig()
@@ -256,6 +331,8 @@ class Config(_Section):
     dedup: DedupConfig = DedupConfig()
     embedder: EmbedderConfig = EmbedderConfig()
     recall: RecallConfig = RecallConfig()
+    forget: ForgetConfig = ForgetConfig()
+    maintenance: MaintenanceConfig = MaintenanceConfig()
     providers: dict[str, ProviderConfig] = {}
     prices: dict[str, PriceConfig] = {}
     budget: BudgetConfig = BudgetConfig()

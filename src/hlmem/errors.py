@@ -11,7 +11,8 @@ Errors are grouped by what the caller does next::
     │   └── ImmutableEvent       an UPDATE or unguarded DELETE hit the events table
     ├── Retryable                try again later (the job runner retries these with backoff)
     │   ├── StoreBusy            the database stayed locked past busy_timeout
-    │   └── LeaseLost            another worker took a job whose lease expired
+    │   ├── LeaseLost            another worker took a job whose lease expired
+    │   └── ForgetPending        a forget request waits for the claims it names to settle
     ├── ProviderError            a model provider call failed (never holds an API key)
     │   ├── ProviderUnavailable  Retryable: 5xx or connection failure
     │   │   └── CircuitOpen      Retryable: the provider is paused after repeated failures
@@ -82,6 +83,10 @@ class LeaseLost(Retryable):
     def __init__(self, job_ids: list[int]) -> None:
         super().__init__(f"lease lost for jobs {job_ids[:10]}")
         self.job_ids = job_ids
+
+
+class ForgetPending(Retryable):
+    """An in-conversation forget request waits for the claims it names to finish the pipeline."""
 
 
 class ProviderError(HlmemError):

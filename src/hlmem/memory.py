@@ -25,10 +25,15 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from hlmem.admission import SourcePolicy, redact, untrusted_rule
 from hlmem.clock import Clock, SystemClock, iso, parse_iso, wall
 from hlmem.config import Config, load_config
+from hlmem.correct import Correction, correction_draft, event_fields, load_target, submit
 from hlmem.errors import ClosedError, InputError, StoreError
+from hlmem.explain import ClaimExplanation, explain_claim
+from hlmem.forget import ForgetResult
+from hlmem.forget import forget as forget_items
 from hlmem.gateway import Gateway
 from hlmem.ingest import EventWriter, coerce_event
 from hlmem.lexicon import Lexicon, load_lexicon
+from hlmem.lifecycle import boost_sync
 from hlmem.messages import (
     Candidate,
     Claim,
@@ -40,6 +45,7 @@ from hlmem.messages import (
     EventIn,
     EvidenceSpan,
     FlushRequested,
+    MaintenanceReport,
     OriginClass,
     RecallMode,
     RecallResult,
@@ -49,8 +55,9 @@ from hlmem.messages import (
 )
 from hlmem.pipeline import Pipeline, needs_gateway
 from hlmem.queue import JobQueue, JobSpec
-from hlmem.recall import ACTIVATION_BOOST, ACTIVATION_CAP, Recaller
+from hlmem.recall import Recaller
 from hlmem.slots import SPEAKER, subject_key
+from hlmem.stages.maintenance import Maintenance
 from hlmem.store import Store, SyncTx
 from hlmem.text import content_hash, derived_id, language_of
 
@@ -72,6 +79,9 @@ class Stats(BaseModel):
     #: admission decisions: {"event": {"admit": n, "block": n, ...}, "claim": {...}}; blocked
     #: events cost no model call
     admission: dict[str, dict[str, int]] = {}
+    #: tombstones left by forgets, by kind: {"event": {"count": n, "blocked": m}, ...}; blocked
+    #: counts what they stopped at ingest (re-sent forgotten events, dropped silently)
+    tombstones: dict[str, dict[str, int]] = {}
 
 
 class Supersession(BaseModel):
@@ -401,6 +411,10 @@ class Memory:
             evidence=await s.scalar("count_evidence"),
             jobs=jobs,
             admission=admission,
+            tombstones={
+                r[0]: {"count": r[1], "blocked": r[2]}
+                for r in await s.fetchall("forget_tombstone_counts")
+            },
         )
 
     async def claims(
@@ -417,9 +431,10 @@ class Memory:
         """Claims of a namespace with their evidence, newest learned first.
 
         By default the current beliefs (active claims). ``history=True`` adds the superseded
-        ones. ``as_of=t`` answers "what did the system believe at t" (recorded time: learned
-        by t and not yet retracted then); ``valid_at=t`` answers "what was true at t" (valid
-        time). Both may be combined; either implies the history.
+        and the archived ones (expired plans, long-silent claims). ``as_of=t`` answers "what
+        did the system believe at t" (recorded time: learned by t and not yet retracted then);
+        ``valid_at=t`` answers "what was true at t" (valid time). Both may be combined; either
+        implies the history.
         """
         ns = namespace or self.config.ingest.default_namespace
         view = "history" if history or as_of or valid_at else "current"
@@ -564,30 +579,119 @@ class Memory:
         return result
 
     async def _touch(self, claim_ids: list[str]) -> None:
-        params = {
-            "now": iso(self.clock.now()),
-            "ids": json.dumps(claim_ids),
-            "boost": ACTIVATION_BOOST,
-            "cap": ACTIVATION_CAP,
-        }
+        cfg = self.config.maintenance
+
+        def touch(tx: SyncTx) -> int:
+            return boost_sync(
+                tx, cfg, claim_ids, now=self.clock.now(), boost=cfg.access_boost, count_access=True
+            )
+
         try:
-            async with self.store.transaction() as tx:
-                await tx.execute("recall_touch", params)
+            await self.store.run_in_transaction(touch)
         except (StoreError, ClosedError):  # best effort: recall itself already answered
             log.debug("activation update skipped", exc_info=True)
 
     async def feedback(self, item_id: str, *, useful: bool) -> None:
         """Say whether a recalled claim helped: its feedback utility moves up or down, and
-        ranking (``recall.weight_utility``) follows.
+        ranking (``recall.weight_utility``) follows. Positive feedback also raises its
+        activation (``maintenance.feedback_boost``) and counts as an access, so a claim that
+        helps is not archived for silence; negative feedback leaves activation to decay.
 
         :raises InputError: ``item_id`` names no claim (events carry no feedback).
         """
-        async with self.store.transaction() as tx:
-            changed = await tx.execute(
+        cfg = self.config.maintenance
+
+        def write(tx: SyncTx) -> int:
+            changed = tx.execute(
                 "recall_feedback", {"id": item_id, "delta": 0.25 if useful else -0.25}
             )
+            if changed and useful:
+                boost_sync(
+                    tx,
+                    cfg,
+                    [item_id],
+                    now=self.clock.now(),
+                    boost=cfg.feedback_boost,
+                    count_access=False,
+                )
+            return changed
+
+        changed = await self.store.run_in_transaction(write)
         if not changed:
             raise InputError(f"feedback: no claim {item_id!r} (feedback applies to claims)")
+
+    # --- lifecycle: forget, correct, explain (hlmem.forget, hlmem.correct, hlmem.explain) ------
+
+    async def forget(
+        self,
+        *,
+        claim_id: str | None = None,
+        event_id: str | None = None,
+        session_id: str | None = None,
+        query: str | None = None,
+        namespace: str | None = None,
+        dry_run: bool = False,
+    ) -> ForgetResult:
+        """Forget by exactly one of claim id, event id, session id or query: tombstones first,
+        then the claims, their vectors, full-text rows, evidence and links, and the events no
+        remaining claim rests on, in one transaction (:mod:`hlmem.forget` has the rules).
+        ``dry_run`` reports what would go and changes nothing.
+
+        :raises InputError: not exactly one selector, or one that names nothing known.
+        """
+        if self._recaller is None:
+            self._recaller = Recaller(self.store, self.config)
+        recaller, now = self._recaller, self.clock.now()
+
+        async def recall(text: str, ns: str, k: int) -> RecallResult:
+            # Not self.recall: what a forget looks up must not gain activation.
+            return await recaller.recall(
+                text,
+                namespace=ns,
+                now=now,
+                k=k,
+                mode=None,
+                as_of=None,
+                valid_at=None,
+                budget_tokens=None,
+                include_untrusted=False,
+            )
+
+        return await forget_items(
+            self.store,
+            self.config,
+            now,
+            recall=recall,
+            claim_id=claim_id,
+            event_id=event_id,
+            session_id=session_id,
+            query=query,
+            namespace=namespace,
+            dry_run=dry_run,
+        )
+
+    async def correct(self, claim_id: str, text: str, *, event_id: str | None = None) -> Correction:
+        """Correct an active claim with the user's value or words ("北京", "其实我住在北京"): an
+        event holding them, and a claim on the same slot that the pipeline places over the old
+        one, which stays in history, superseded with the reason "user correction"
+        (:mod:`hlmem.correct`). Visible once placed (``drain()``).
+
+        :raises InputError: no such active claim, blank or refused words, or the same value.
+        """
+        target = await load_target(self.store, claim_id)
+        now = self.clock.now()
+        draft = await correction_draft(target, text, lexicon=self._lexicon(), now=now)
+        row = self.writer.prepare(coerce_event(event_fields(target, text, event_id, now)))
+        done = await submit(self.store, target, draft, row, recorded_at=now)
+        self.queue.ring({"admission"})
+        return done
+
+    async def explain(self, claim_id: str) -> ClaimExplanation:
+        """Where a claim came from and what happened to it (:mod:`hlmem.explain`).
+
+        :raises InputError: no such claim (or it was forgotten).
+        """
+        return await explain_claim(self.store, claim_id)
 
     # --- operator commands --------------------------------------------------------------------
 
@@ -619,6 +723,18 @@ class Memory:
     async def purge_jobs(self, *, older_than_s: float = 7 * 86400) -> int:
         """Delete done jobs last updated more than ``older_than_s`` ago; the number deleted."""
         return await self.queue.purge_done(older_than_s=older_than_s)
+
+    async def maintain(self) -> MaintenanceReport:
+        """Run one full maintenance pass now and report what each task did: TTL expiry,
+        activation decay, archiving, dedup convergence, re-indexing, job hygiene (see
+        :mod:`hlmem.stages.maintenance`). Works in both pipeline modes and beside the
+        pipeline's own periodic passes; each tick is one short writer transaction, so
+        ingestion and recall go on meanwhile.
+
+        :raises StoreError: a read or write failed (the ticks before it stay committed).
+        """
+        stage = Maintenance(self.store, self.clock, self.config, lexicon=self._lexicon())
+        return await stage.run_pass()
 
 
 def _payload_dict(text: str) -> dict[str, Any]:

@@ -56,7 +56,7 @@ class ClaimStatus(StrEnum):
     ACTIVE = "active"
     SUPERSEDED = "superseded"
     ARCHIVED = "archived"
-    FORGOTTEN = "forgotten"
+    FORGOTTEN = "forgotten"  # never stored: forget deletes the claim (hlmem.forget)
 
 
 class _Frozen(BaseModel):
@@ -252,6 +252,103 @@ class EmbedClaims(_Frozen):
     claim_ids: tuple[str, ...] = ()
 
 
+# --- maintenance ------------------------------------------------------------------------------
+
+MaintenanceTask = Literal[
+    "ttl", "lifecycle", "dedup", "reindex", "observations", "jobs", "vector_log"
+]
+
+
+class TtlReport(_Frozen):
+    """TTL: plans and short-term claims archived (reason "expired") after date + grace."""
+
+    expired: int = 0
+    vectors_dropped: int = 0
+
+
+class DecayReport(_Frozen):
+    """Activation decay: active claims looked at, and those whose decayed activation was
+    written down (confidence is never touched)."""
+
+    scanned: int = 0
+    decayed: int = 0
+
+
+class ArchiveReport(_Frozen):
+    """Long-silent, low-activation claims archived (reason "silent"), and their vectors."""
+
+    archived: int = 0
+    vectors_dropped: int = 0
+
+
+class ConvergeReport(_Frozen):
+    """Dedup convergence over stored active claims: looked at, and merged into an older one."""
+
+    scanned: int = 0
+    merged: int = 0
+    vectors_dropped: int = 0
+
+
+class ReindexReport(_Frozen):
+    """Re-derivation: claims whose full-text row was missing or stale, rewritten; flagged
+    observations archived (no active source left) or still waiting for a deriver."""
+
+    scanned: int = 0
+    rewritten: int = 0
+    observations_archived: int = 0
+    observations_waiting: int = 0
+
+
+class HygieneReport(_Frozen):
+    """Job-table hygiene: old done jobs deleted; logged vector deletions pruned."""
+
+    jobs_purged: int = 0
+    vector_log_pruned: int = 0
+
+
+class MaintenanceReport(_Frozen):
+    """What a maintenance pass (or the ticks of it so far) did, task by task."""
+
+    started_at: AwareDatetime
+    finished_at: AwareDatetime
+    ticks: int = 0
+    ttl: TtlReport = TtlReport()
+    decay: DecayReport = DecayReport()
+    archive: ArchiveReport = ArchiveReport()
+    dedup: ConvergeReport = ConvergeReport()
+    reindex: ReindexReport = ReindexReport()
+    hygiene: HygieneReport = HygieneReport()
+
+    def plus(self, other: MaintenanceReport) -> MaintenanceReport:
+        """Both reports' counts summed, from this one's start to the other's finish."""
+        parts: dict[str, Any] = {}
+        for name in ("ttl", "decay", "archive", "dedup", "reindex", "hygiene"):
+            mine, theirs = getattr(self, name), getattr(other, name)
+            parts[name] = type(mine)(
+                **{f: getattr(mine, f) + getattr(theirs, f) for f in type(mine).model_fields}
+            )
+        return MaintenanceReport(
+            started_at=self.started_at,
+            finished_at=other.finished_at,
+            ticks=self.ticks + other.ticks,
+            **parts,
+        )
+
+
+class MaintenanceTick(_Frozen):
+    """Maintenance input: one bounded tick of a pass. The pass's cursors (claim and
+    observation rowids already covered), the tasks it has finished and its counts so far
+    travel from tick to tick in this payload, so a crash resumes the pass where it was."""
+
+    kind: Literal["maintenance_tick"] = "maintenance_tick"
+    lifecycle_after: int = 0
+    dedup_after: int = 0
+    reindex_after: int = 0
+    observations_after: int = 0
+    done: tuple[MaintenanceTask, ...] = ()
+    report: MaintenanceReport | None = None
+
+
 JobPayload = Annotated[
     EventsAdded
     | SessionEnded
@@ -260,7 +357,8 @@ JobPayload = Annotated[
     | ClaimsProposed
     | ClaimsAdmitted
     | ClaimsPending
-    | EmbedClaims,
+    | EmbedClaims
+    | MaintenanceTick,
     Field(discriminator="kind"),
 ]
 JOB_PAYLOAD: TypeAdapter[JobPayload] = TypeAdapter(JobPayload)

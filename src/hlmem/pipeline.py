@@ -30,6 +30,7 @@ from hlmem.stages.conflict import Conflict
 from hlmem.stages.dedup import Dedup
 from hlmem.stages.embedder import Embedder
 from hlmem.stages.extractor import Extractor
+from hlmem.stages.maintenance import Maintenance
 from hlmem.stages.windower import Windower
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,8 @@ def build_stages(
         (Dedup(store, clock, cfg.dedup, gateway, lexicon=lexicon), p.dedup),
         (Conflict(clock, lexicon), p.conflict),
         (Embedder(store, clock, cfg.embedder, gateway), p.embedder),
+        # Not on the write path: periodic bounded ticks of lifecycle work (the "sleep").
+        (Maintenance(store, clock, cfg, lexicon=lexicon), p.maintenance),
     ]
     return [StageRunner(stage, queue, stage_cfg, p, clock) for stage, stage_cfg in stages]
 

@@ -23,6 +23,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from hlmem.errors import BadProviderOutput
+from hlmem.forget_request import FORGET_PREDICATE, request_drafts
 from hlmem.messages import ClaimDraft, ClaimScope, EvidenceSpan, Role, WindowText
 from hlmem.providers import ChatMessage, ChatRequest
 from hlmem.text import language_of
@@ -286,11 +287,14 @@ def drafts_from_answer(answer: ExtractionAnswer, window: WindowText) -> list[Cla
 
 
 def parse_extraction(text: str, window: WindowText) -> list[ClaimDraft]:
-    """Parse a model's extraction answer for ``window`` into claim drafts.
+    """Parse a model's extraction answer for ``window`` into claim drafts, followed by the
+    window's in-conversation forget requests, which the rules find, never the model
+    (:mod:`hlmem.forget_request`).
 
     :raises BadProviderOutput: see :func:`parse_answer` and :func:`drafts_from_answer`.
     """
-    return drafts_from_answer(parse_answer(text), window)
+    drafts = drafts_from_answer(parse_answer(text), window)
+    return [d for d in drafts if d.predicate != FORGET_PREDICATE] + request_drafts(window)
 
 
 def answer_for(drafts: list[ClaimDraft], window: WindowText) -> ExtractionAnswer:
@@ -321,5 +325,6 @@ def answer_for(drafts: list[ClaimDraft], window: WindowText) -> ExtractionAnswer
                 evidence=tuple(EvidenceRef(event=alias(e), quote=e.quote) for e in d.evidence),
             )
             for d in drafts
+            if d.predicate != FORGET_PREDICATE  # requests are found by rules, not answered
         )
     )

@@ -1,6 +1,9 @@
 """The extractor: runs the rule families over a window's user pieces and builds the drafts.
 
-For each user piece, explicit memory requests come first (``notes``); every other sentence
+For each user piece, in-conversation forget requests come first ("忘了我刚才说的", "forget
+what I just said": a draft with the reserved predicate ``forget_request`` that admission acts
+on, :mod:`hlmem.forget_request`; the request's clause is read by no other rule, the rest of its
+sentence is), then explicit memory requests (``notes``); every other sentence
 that ``skipped`` keeps goes through the rules of its language in priority order, each rule
 only when one of its gate words is in the sentence, and yields at most one draft per slot.
 Drafts of the same claim within a window merge into one, with up to ``_EVIDENCE_MAX`` spans.
@@ -13,6 +16,7 @@ import re
 from datetime import UTC
 from functools import lru_cache
 
+from hlmem.forget_request import forget_requests, request_draft
 from hlmem.lexicon import Language, Lexicon, default_lexicon
 from hlmem.messages import ClaimDraft, EvidenceSpan, Role, WindowPiece, WindowText
 from hlmem.rules.base import RuleTable
@@ -86,6 +90,8 @@ class RulesExtractor:
             anchor = anchor.replace(tzinfo=UTC)
         out: list[ClaimDraft] = []
         noted: list[tuple[int, int]] = []
+        requests = forget_requests(text)
+        out.extend(request_draft(piece, start, end) for start, end in requests)
         for pattern, word in NOTE_PATTERNS:
             if word not in text and word not in text.lower():
                 continue
@@ -94,7 +100,7 @@ class RulesExtractor:
                 if draft is not None:
                     out.append(draft)
                     noted.append((m.start(), m.end()))
-        for start, end in sentences(text):
+        for start, end in _outside(sentences(text), requests, text):
             if any(s < end and start < e for s, e in noted):
                 continue  # a memory request is taken as said, not read again
             sent = Sentence(text[start:end], start, anchor, seen_values)
@@ -158,6 +164,40 @@ class RulesExtractor:
                 ),
             ),
         )
+
+
+def _outside(
+    spans: list[tuple[int, int]], cut: list[tuple[int, int]], text: str
+) -> list[tuple[int, int]]:
+    """``spans`` without the ``cut`` spans; what is left of a sentence stays a sentence
+    ("忘掉我刚才说的，我其实住在北京" keeps "我其实住在北京")."""
+    if not cut:
+        return spans
+    out: list[tuple[int, int]] = []
+    for start, end in spans:
+        pieces = [(start, end)]
+        for c0, c1 in cut:
+            pieces = (
+                [
+                    part
+                    for s, e in pieces
+                    for part in ((s, min(e, c0)), (max(s, c1), e))
+                    if part[0] < part[1]
+                ]
+                if any(s < c1 and c0 < e for s, e in pieces)
+                else pieces
+            )
+        for s, e in pieces:
+            while s < e and (text[s].isspace() or text[s] in _CUT_PUNCT):
+                s += 1
+            while e > s and text[e - 1].isspace():
+                e -= 1
+            if e > s:
+                out.append((s, e))
+    return out
+
+
+_CUT_PUNCT = "，,。.!！?？;；:："
 
 
 @lru_cache(maxsize=1)

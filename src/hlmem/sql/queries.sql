@@ -194,15 +194,15 @@ SELECT count(*) FROM extractions;
 SELECT count(*) FROM evidence;
 
 -- name: select_claims
--- Claims of a namespace by belief: :view 'current' (active), 'history' (active and
--- superseded); :as_of = believed at that recorded time; :valid_at = true at that valid time.
+-- Claims of a namespace by belief: :view 'current' (active), 'history' (active, superseded
+-- and archived); :as_of = believed at that recorded time; :valid_at = true at that valid time.
 SELECT id, namespace, subject, predicate, value, text, status, language, importance,
        confidence, valid_from, valid_to, recorded_at, polarity, qualifiers, scope,
        retracted_at, superseded_by
 FROM claims
 WHERE namespace = :namespace
   AND (CASE WHEN :view = 'current' THEN status = 'active'
-            ELSE status IN ('active', 'superseded') END)
+            ELSE status IN ('active', 'superseded', 'archived') END)
   AND (:subject IS NULL OR subject = :subject)
   AND (:predicate IS NULL OR predicate = :predicate)
   AND (:as_of IS NULL OR (recorded_at <= :as_of
@@ -342,7 +342,7 @@ INSERT OR IGNORE INTO claim_entities (claim_id, entity_id) VALUES (?, ?);
 
 -- name: claim_for_conflict
 SELECT id, namespace, subject, predicate, value, qualifiers, polarity, slot_key, value_key,
-       status, valid_from, valid_to, recorded_at
+       status, valid_from, valid_to, recorded_at, extractor
 FROM claims WHERE id = ?;
 
 -- name: slot_timeline
@@ -387,13 +387,16 @@ UPDATE observations SET needs_recompute = 1, updated_at = :now
 WHERE id IN (SELECT observation_id FROM observation_sources WHERE claim_id = :claim_id);
 
 -- name: claims_to_embed
--- The texts of the given claims that lack a vector of this model and version.
+-- The texts of the given claims that lack a vector of this model and version. Archived claims
+-- and duplicates merged away by maintenance have none (claims_embeddable).
 SELECT c.id, c.text FROM claims c
 WHERE c.id IN (SELECT value FROM json_each(:ids))
   AND c.status IN ('active', 'superseded')
   AND NOT EXISTS (SELECT 1 FROM vectors v
                   WHERE v.owner_kind = 'claim' AND v.owner_id = c.id
-                    AND v.model_id = :model AND v.model_version = :version);
+                    AND v.model_id = :model AND v.model_version = :version)
+  AND NOT EXISTS (SELECT 1 FROM claim_merges m
+                  WHERE m.source_key = c.id AND m.stage = 'maintenance');
 
 -- name: claims_lacking_vectors
 SELECT c.id, c.text FROM claims c
@@ -401,7 +404,18 @@ WHERE c.status IN ('active', 'superseded')
   AND NOT EXISTS (SELECT 1 FROM vectors v
                   WHERE v.owner_kind = 'claim' AND v.owner_id = c.id
                     AND v.model_id = :model AND v.model_version = :version)
+  AND NOT EXISTS (SELECT 1 FROM claim_merges m
+                  WHERE m.source_key = c.id AND m.stage = 'maintenance')
 LIMIT :limit;
+
+-- name: claims_embeddable
+-- Of the given claims, those that may hold a vector, re-checked inside the embedder's
+-- transaction: one archived or merged since it was read must not get one back.
+SELECT c.id FROM claims c
+WHERE c.id IN (SELECT value FROM json_each(?))
+  AND c.status IN ('active', 'superseded')
+  AND NOT EXISTS (SELECT 1 FROM claim_merges m
+                  WHERE m.source_key = c.id AND m.stage = 'maintenance');
 
 
 -- name: bench_extraction_ledger

@@ -1,6 +1,8 @@
 -- The schema that all migrations in sql/migrations yield. Generated, and checked by
 -- tests/test_store.py; regenerate with: python -m hlmem.store > src/hlmem/sql/schema.sql
 
+CREATE INDEX admission_claim_key ON admission_decisions (claim_key) WHERE claim_key IS NOT NULL;
+
 CREATE INDEX admission_event ON admission_decisions (event_id);
 
 CREATE INDEX budget_reservations_held ON budget_reservations (status) WHERE status = 'held';
@@ -15,6 +17,9 @@ CREATE INDEX claims_slot ON claims (namespace, slot_key, status);
 
 CREATE INDEX claims_status ON claims (namespace, status, recorded_at);
 
+CREATE INDEX claims_ttl ON claims (scope, valid_to)
+    WHERE status = 'active' AND valid_to IS NOT NULL;
+
 CREATE INDEX claims_window ON claims (window_id) WHERE window_id IS NOT NULL;
 
 CREATE INDEX events_hash ON events (namespace, content_hash);
@@ -28,9 +33,13 @@ CREATE UNIQUE INDEX jobs_dedup ON jobs (dedup_key)
 
 CREATE INDEX jobs_doing ON jobs (owner, lease_until) WHERE status = 'doing';
 
+CREATE INDEX jobs_done_age ON jobs (updated_at) WHERE status = 'done';
+
 CREATE INDEX jobs_ready ON jobs (kind, priority DESC, id) WHERE status = 'todo';
 
 CREATE INDEX jobs_status ON jobs (status, kind, size);
+
+CREATE INDEX observations_stale ON observations (needs_recompute) WHERE needs_recompute = 1;
 
 CREATE INDEX provider_calls_job ON provider_calls (job_id) WHERE job_id IS NOT NULL;
 
@@ -88,7 +97,7 @@ CREATE TABLE claim_merges (
     stage        TEXT NOT NULL,
     similarity   REAL,
     reason       TEXT NOT NULL,
-    created_at   TEXT NOT NULL,
+    created_at   TEXT NOT NULL, source_hash TEXT,
     PRIMARY KEY (claim_id, source_key)
 ) WITHOUT ROWID;
 
@@ -125,7 +134,8 @@ CREATE TABLE "claims" (
     source            TEXT NOT NULL DEFAULT 'extraction'
                       CHECK (source IN ('extraction', 'remember', 'import')),
     created_at        TEXT
-);
+, activation_at TEXT, archived_at TEXT, archive_reason TEXT
+    CHECK (archive_reason IS NULL OR archive_reason IN ('expired', 'silent')));
 
 CREATE TABLE entities (
     id          TEXT PRIMARY KEY,
@@ -205,6 +215,12 @@ CREATE TABLE jobs (
     created_at   REAL NOT NULL,
     updated_at   REAL NOT NULL
 , detail TEXT);
+
+CREATE TABLE maintenance_state (
+    name       TEXT PRIMARY KEY,
+    cursor     INTEGER NOT NULL DEFAULT 0,
+    marked_at  TEXT NOT NULL
+) WITHOUT ROWID;
 
 CREATE TABLE observation_sources (
     observation_id  TEXT NOT NULL REFERENCES observations (id) ON DELETE CASCADE,
@@ -326,7 +342,7 @@ CREATE TABLE tombstones (
     key         TEXT NOT NULL,
     namespace   TEXT NOT NULL,
     reason      TEXT NOT NULL DEFAULT '',
-    created_at  TEXT NOT NULL,
+    created_at  TEXT NOT NULL, blocked INTEGER NOT NULL DEFAULT 0,
     UNIQUE (kind, key)
 );
 
@@ -384,10 +400,42 @@ CREATE TABLE windows (
     item_count    INTEGER NOT NULL DEFAULT 0
 );
 
+CREATE TRIGGER claims_insert_not_forgotten BEFORE INSERT ON claims
+WHEN NEW.status = 'forgotten'
+BEGIN
+    SELECT RAISE(ABORT, 'forget deletes claims: the status forgotten is never stored');
+END;
+
+CREATE TRIGGER claims_update_not_forgotten BEFORE UPDATE OF status ON claims
+WHEN NEW.status = 'forgotten'
+BEGIN
+    SELECT RAISE(ABORT, 'forget deletes claims: the status forgotten is never stored');
+END;
+
 CREATE TRIGGER events_delete_needs_tombstone BEFORE DELETE ON events
 WHEN NOT EXISTS (SELECT 1 FROM tombstones WHERE kind = 'event' AND key = OLD.id)
 BEGIN
     SELECT RAISE(ABORT, 'events are immutable: delete only through forget');
+END;
+
+CREATE TRIGGER events_drop_forgotten BEFORE INSERT ON events
+WHEN EXISTS (
+    SELECT 1 FROM tombstones
+    WHERE (kind = 'event' AND key = NEW.id)
+       OR (kind = 'content' AND key = NEW.namespace || ':' || NEW.content_hash)
+       OR (kind = 'session' AND key = NEW.namespace || char(31) || NEW.session_id
+           AND NEW.occurred_at <= created_at)
+)
+BEGIN
+    UPDATE tombstones SET blocked = blocked + 1
+    WHERE (kind = 'event' AND key = NEW.id)
+       OR (kind = 'content' AND key = NEW.namespace || ':' || NEW.content_hash)
+       OR (kind = 'session' AND key = NEW.namespace || char(31) || NEW.session_id
+           AND NEW.occurred_at <= created_at);
+    INSERT OR IGNORE INTO tombstones (kind, key, namespace, reason, created_at)
+    VALUES ('event', NEW.id, NEW.namespace, 'dropped on arrival: forgotten content or session',
+            NEW.recorded_at);
+    SELECT RAISE(IGNORE);
 END;
 
 CREATE TRIGGER events_no_update BEFORE UPDATE ON events
@@ -400,6 +448,12 @@ BEGIN
     INSERT INTO recall_fts (recall_fts, rowid, body, ns) VALUES ('delete', OLD.id, OLD.body, OLD.ns);
     UPDATE recall_namespaces SET docs = docs - 1 WHERE namespace = OLD.namespace;
     DELETE FROM recall_namespaces WHERE namespace = OLD.namespace AND docs <= 0;
+END;
+
+CREATE TRIGGER recall_docs_drop_forgotten BEFORE INSERT ON recall_docs
+WHEN EXISTS (SELECT 1 FROM tombstones WHERE kind = NEW.kind AND key = NEW.item_id)
+BEGIN
+    SELECT RAISE(IGNORE);
 END;
 
 CREATE TRIGGER recall_docs_insert AFTER INSERT ON recall_docs
@@ -422,6 +476,12 @@ CREATE TRIGGER recall_docs_update AFTER UPDATE ON recall_docs
 BEGIN
     INSERT INTO recall_fts (recall_fts, rowid, body, ns) VALUES ('delete', OLD.id, OLD.body, OLD.ns);
     INSERT INTO recall_fts (rowid, body, ns) VALUES (NEW.id, NEW.body, NEW.ns);
+END;
+
+CREATE TRIGGER vectors_drop_forgotten BEFORE INSERT ON vectors
+WHEN EXISTS (SELECT 1 FROM tombstones WHERE kind = NEW.owner_kind AND key = NEW.owner_id)
+BEGIN
+    SELECT RAISE(IGNORE);
 END;
 
 CREATE TRIGGER vectors_fill_namespace AFTER INSERT ON vectors WHEN NEW.namespace IS NULL

@@ -18,6 +18,11 @@ For a pending claim N and the current (active) claim C of its timeline:
   learned, valid until C (or the next claim on the timeline) began; a claim whose validity it
   interrupts ends where N begins.
 
+A user correction (:mod:`hlmem.correct`) always becomes current: it supersedes the claim it
+corrects (named by its event) with the reason ``user correction: ...``, never takes the
+late-arrival path, and on a multi-valued slot replaces the corrected value too; when the slot
+already holds its value, it folds into that claim, which then supersedes the corrected one.
+
 Derived observations of a superseded claim are marked ``needs_recompute``. Placed claims go on
 to the embedder.
 """
@@ -29,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hlmem.clock import Clock, iso
+from hlmem.correct import CORRECTION
 from hlmem.lexicon import Lexicon
 from hlmem.messages import ClaimsPending, EmbedClaims, Job
 from hlmem.queue import JobSpec
@@ -93,6 +99,7 @@ class Conflict(Stage[None]):
         """Place pending claim ``r``; False when it was folded into the claim it repeats."""
         new = _Row(r[0], r[4], tuple(json.loads(r[5])), r[6], r[9], r[10], r[11], r[12])
         namespace, predicate, slot_key, value_key = r[1], r[3], r[7], r[8]
+        corrects = self._corrected(tx, new.id) if r[13] == CORRECTION else None
         multi = self.lexicon.is_multi_valued(predicate)
         timeline = [
             _Row(t[0], t[1], tuple(json.loads(t[2])), t[3], t[4], t[5], t[6], t[7])
@@ -115,11 +122,21 @@ class Conflict(Stage[None]):
             )
             tx.execute("delete_pending_claim", (new.id,))
             tx.execute("fts_delete", ("claim", new.id))
+            if corrects is not None and corrects.id != current.id:
+                reason = _correction(corrects, new, predicate)
+                self._supersede(tx, corrects, new, reason, now, by=current.id)
             return False
-        if current is None or new.starts >= current.starts:
+        if current is None or new.starts >= current.starts or corrects is not None:
             tx.execute("activate_claim", (new.id,))
             if current is not None:
-                self._supersede(tx, current, new, _reason(current, new, predicate), now)
+                reason = (
+                    _correction(current, new, predicate)
+                    if corrects is not None
+                    else _reason(current, new, predicate)
+                )
+                self._supersede(tx, current, new, reason, now)
+            if corrects is not None and (current is None or corrects.id != current.id):
+                self._supersede(tx, corrects, new, _correction(corrects, new, predicate), now)
             # A claim it interrupts on the timeline (history) ends where it begins.
             self._cut_previous(tx, timeline, new)
             return True
@@ -138,18 +155,38 @@ class Conflict(Stage[None]):
         self._cut_previous(tx, timeline, new)
         return True
 
-    def _supersede(self, tx: SyncTx, old: _Row, new: _Row, reason: str, now: str) -> None:
+    def _supersede(
+        self, tx: SyncTx, old: _Row, new: _Row, reason: str, now: str, *, by: str | None = None
+    ) -> None:
+        """``old`` superseded at ``new``'s clocks, by ``by`` (default: ``new`` itself)."""
+        successor = by or new.id
         tx.execute(
             "supersede_claim",
-            {"old": old.id, "new": new.id, "at": new.recorded_at, "valid_end": new.starts},
+            {"old": old.id, "new": successor, "at": new.recorded_at, "valid_end": new.starts},
         )
-        tx.execute("insert_supersession", (old.id, new.id, reason, now))
+        tx.execute("insert_supersession", (old.id, successor, reason, now))
         tx.execute("invalidate_observations", {"now": now, "claim_id": old.id})
+
+    @staticmethod
+    def _corrected(tx: SyncTx, claim_id: str) -> _Row | None:
+        """The still active claim a user correction names (its event's metadata), if any."""
+        target = tx.fetchall("correction_target", (claim_id,))
+        rows = tx.fetchall("claim_for_conflict", (target[0][0],)) if target else []
+        if not rows or rows[0][9] != "active":
+            return None
+        t = rows[0]
+        return _Row(t[0], t[4], tuple(json.loads(t[5])), t[6], t[9], t[10], t[11], t[12])
 
     def _cut_previous(self, tx: SyncTx, timeline: list[_Row], new: _Row) -> None:
         before = [t for t in timeline if t.starts < new.starts and t.status == "superseded"]
         if before:
             tx.execute("end_valid_time", {"id": before[-1].id, "valid_end": new.starts})
+
+
+def _correction(old: _Row, new: _Row, predicate: str) -> str:
+    quals = f" ({', '.join(new.qualifiers)})" if new.qualifiers else ""
+    sign = "" if new.polarity > 0 else "not "
+    return f"user correction: {predicate} {old.value!r} -> {sign}{new.value!r}{quals}"
 
 
 def _reason(old: _Row, new: _Row, predicate: str) -> str:
@@ -160,4 +197,3 @@ def _reason(old: _Row, new: _Row, predicate: str) -> str:
         return f"{predicate} {new.value!r} restated with qualifiers {list(new.qualifiers)}"
     quals = f" ({', '.join(new.qualifiers)})" if new.qualifiers else ""
     return f"{predicate} changed: {old.value!r} -> {new.value!r}{quals}"
-

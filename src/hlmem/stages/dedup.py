@@ -13,10 +13,12 @@ For each admitted candidate, in order:
    ``[audit_low, similarity_threshold)`` is asked of a model through the gateway.
 
 A merge adds the candidate's evidence to the existing claim (and a ``claim_merges`` row saying
-why); a new claim is written as ``pending`` with its evidence and entities and goes on to the
-conflict stage. Comparisons run in ``prepare`` on a snapshot; ``apply`` re-checks, inside the
-transaction, the claims other processes wrote since, so two workers cannot both add the same
-fact.
+why, with the candidate's content hash, so that a forget of the claim tombstones every wording
+it merged); a new claim is written as ``pending`` with its evidence and entities and goes on to
+the conflict stage. Comparisons run in ``prepare`` on a snapshot; ``apply`` re-checks, inside
+the transaction, the claims other processes wrote since, so two workers cannot both add the
+same fact, and drops candidates that a forget committed since admission let them through.
+A user correction (:mod:`hlmem.correct`) is never merged: the conflict stage places it.
 """
 
 from __future__ import annotations
@@ -30,13 +32,14 @@ import anyio
 from hlmem import atoms
 from hlmem.clock import Clock, iso
 from hlmem.config import DedupConfig
-from hlmem.fts import fts_row
+from hlmem.correct import CORRECTION
+from hlmem.fts import claim_search_text, fts_row
 from hlmem.gateway import Gateway
 from hlmem.lexicon import Lexicon, default_lexicon
 from hlmem.messages import Candidate, ClaimsAdmitted, ClaimsPending, Job
 from hlmem.prompts import audit_request, parse_audit
 from hlmem.queue import JobSpec
-from hlmem.slots import claim_hash, slot_key, value_key
+from hlmem.slots import claim_hash, slot_key, tombstone_key, value_key
 from hlmem.stages.base import Stage
 from hlmem.store import Store, SyncTx
 from hlmem.text import derived_id, normalize
@@ -64,6 +67,8 @@ class _Decision:
     grey: list[tuple[_Known, float]] = field(default_factory=list)
     #: the candidate's own claim exists already (a replayed job): nothing is written
     replay: bool = False
+    #: a forget stopped it (tombstoned key or slot, or its events are gone): nothing is written
+    forgotten: bool = False
     #: the full-text row of a new claim (segmented outside the transaction)
     fts: tuple[str, str, str, str] | None = None
 
@@ -137,12 +142,12 @@ class Dedup(Stage[_Prepared]):
         return _Prepared(snapshot, decisions)
 
     def _search_text(self, c: Candidate) -> str:
-        """What full-text search finds a claim by: its text, its value, and its slot's names
-        in both languages ("界面主题" / "UI theme" for ui_theme), so a question about the slot
-        finds the claim whatever words the claim itself used."""
-        words = self.lexicon.search_words(c.draft.predicate)
-        names = words or [c.draft.predicate.replace("_", " ")]
-        return " ".join([c.draft.text, c.draft.value, *names])
+        """What full-text search finds a claim by (with its slot's names in both languages:
+        "界面主题" / "UI theme" for ui_theme); maintenance re-indexes with the same text."""
+        d = c.draft
+        return claim_search_text(
+            d.text, d.value, d.predicate, self.lexicon.search_words(d.predicate)
+        )
 
     def _decide(
         self,
@@ -154,6 +159,12 @@ class Dedup(Stage[_Prepared]):
         exact = by_hash.get((c.namespace, d.chash))
         if exact == c.key:  # a replayed job finds its own claim: nothing to do
             d.replay = True
+            return
+        if c.extractor == CORRECTION:
+            # A user correction is its own claim, which conflict places over the claim it
+            # corrects (or folds into the claim that already holds its value).
+            known = slots.get((c.namespace, d.skey), [])
+            d.replay = any(k.id == c.key for k in known)
             return
         if exact is not None:
             d.merge(exact, 1.0, "exact: same subject, predicate, value, polarity, qualifiers")
@@ -207,8 +218,9 @@ class Dedup(Stage[_Prepared]):
 
     def apply(self, tx: SyncTx, jobs: list[Job], prepared: _Prepared) -> list[JobSpec]:
         decisions = prepared.decisions
-        self._recheck(tx, prepared)
         now = iso(self.clock.now())
+        self._drop_forgotten(tx, decisions, now)
+        self._recheck(tx, prepared)
         merges: list[tuple[object, ...]] = []
         claims: list[tuple[object, ...]] = []
         evidence: list[tuple[object, ...]] = []
@@ -216,7 +228,7 @@ class Dedup(Stage[_Prepared]):
         links: list[tuple[object, ...]] = []
         new_ids: list[str] = []
         for d in decisions:
-            if d.replay:
+            if d.replay or d.forgotten:
                 continue
             c, draft = d.candidate, d.candidate.draft
             claim_id = d.target or c.key
@@ -224,7 +236,7 @@ class Dedup(Stage[_Prepared]):
                 (claim_id, e.event_id, e.quote, e.start_char, e.end_char) for e in draft.evidence
             )
             if d.target is not None:
-                merges.append((d.target, c.key, self.name, d.similarity, d.reason, now))
+                merges.append((d.target, c.key, self.name, d.similarity, d.reason, now, d.chash))
                 continue
             new_ids.append(c.key)
             claims.append(_claim_row(c, d.chash, d.skey, now))
@@ -233,9 +245,12 @@ class Dedup(Stage[_Prepared]):
                 entities.append((entity_id, c.namespace, name, normalize(name), kind, now))
                 links.append((c.key, entity_id))
         tx.executemany("insert_pending_claim", claims)
-        tx.executemany("fts_insert", [d.fts for d in decisions if d.fts and d.target is None])
+        tx.executemany(
+            "fts_insert",
+            [d.fts for d in decisions if d.fts and d.target is None and not d.forgotten],
+        )
         tx.executemany("insert_evidence", evidence)
-        tx.executemany("insert_merge", merges)
+        tx.executemany("insert_merge_hashed", merges)
         tx.executemany("upsert_entity", entities)
         tx.executemany("insert_claim_entity", links)
         if not new_ids:
@@ -245,7 +260,14 @@ class Dedup(Stage[_Prepared]):
     def _recheck(self, tx: SyncTx, prepared: _Prepared) -> None:
         """Compare new candidates with live claims written after the snapshot (by another
         process); this process's own earlier batches finished before ``prepare`` read."""
-        fresh = [d for d in prepared.decisions if d.target is None and not d.replay]
+        fresh = [
+            d
+            for d in prepared.decisions
+            if d.target is None
+            and not d.replay
+            and not d.forgotten
+            and d.candidate.extractor != CORRECTION
+        ]
         if not fresh:
             return
         mine = {d.candidate.key for d in fresh}
@@ -265,6 +287,43 @@ class Dedup(Stage[_Prepared]):
                 self._compare(d, [_Known(r[0], r[4], r[5], r[6])])
                 if d.target is not None:
                     break
+
+    def _drop_forgotten(self, tx: SyncTx, decisions: list[_Decision], now: str) -> None:
+        """Drop candidates a forget committed after admission let them through: their key or
+        slot key is tombstoned, or an evidence event is gone (events only go by forget). A
+        candidate merged into a dropped or forgotten claim goes too; each dropped key is
+        tombstoned, so nothing waits for it (an in-conversation forget request does)."""
+        live = [d for d in decisions if not d.replay]
+        if not live:
+            return
+        pairs: list[list[str]] = []
+        events: set[str] = set()
+        for d in live:
+            c = d.candidate
+            pairs += [["claim", c.key], ["slot", tombstone_key(c.namespace, c.draft)]]
+            pairs += [["claim", d.target]] if d.target is not None else []
+            events |= {e.event_id for e in c.draft.evidence}
+        hits = {(r[0], r[1]) for r in tx.fetchall("tombstoned_any", (json.dumps(pairs),))}
+        present = {r[0] for r in tx.fetchall("existing_event_ids", (json.dumps(sorted(events)),))}
+        dropped: set[str] = set()
+        for d in live:
+            c = d.candidate
+            d.forgotten = (
+                ("claim", c.key) in hits
+                or ("slot", tombstone_key(c.namespace, c.draft)) in hits
+                or any(e.event_id not in present for e in c.draft.evidence)
+                or (d.target is not None and (d.target in dropped or ("claim", d.target) in hits))
+            )
+            if d.forgotten:
+                dropped.add(c.key)
+        tx.executemany(
+            "insert_tombstone",
+            [
+                ("claim", d.candidate.key, d.candidate.namespace, "forgotten before placed", now)
+                for d in live
+                if d.forgotten
+            ],
+        )
 
 
 def _atoms_agree(reasons: list[str]) -> bool:

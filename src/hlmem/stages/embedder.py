@@ -110,6 +110,12 @@ class Embedder(Stage[_Embedded]):
 
     def apply(self, tx: SyncTx, jobs: list[Job], prepared: _Embedded) -> list[JobSpec]:
         now = iso(self.clock.now())
+        # Maintenance may have archived or merged a claim since prepare read it.
+        keep = (
+            {r[0] for r in tx.fetchall("claims_embeddable", (json.dumps(prepared.ids),))}
+            if prepared.ids
+            else set()
+        )
         tx.executemany(
             "vector_upsert",
             [
@@ -124,6 +130,7 @@ class Embedder(Stage[_Embedded]):
                     now,
                 )
                 for claim_id, vec in zip(prepared.ids, prepared.vectors, strict=True)
+                if claim_id in keep
             ],
         )
         if prepared.backfill and prepared.ids:
