@@ -352,26 +352,45 @@ async def test_secrets_never_become_claims_and_never_show(db_path: Path) -> None
 # --- the embedder -------------------------------------------------------------------------------
 
 
-async def test_claims_get_vectors_of_the_configured_model_and_reembed_on_change(
+async def test_claims_and_events_get_vectors_of_the_configured_model_and_reembed_on_change(
     db_path: Path,
 ) -> None:
     clock = ManualClock()
     async with hlmem.open(db_path, config=fast_config(), clock=clock) as mem:
-        await say(mem, clock, at(2026, 3, 1), "我主要用深色模式", "I live in Berlin.")
+        await say(
+            mem, clock, at(2026, 3, 1), "我主要用深色模式", "I live in Berlin.", "今天天气不错"
+        )
         ids = {c.id for c in await mem.claims()}
+        events = {e.id: e.namespace for e in await mem.events()}
     vecs = rows(
-        db_path, "SELECT owner_id, model_id, model_version, dim, length(vector) FROM vectors"
+        db_path,
+        "SELECT owner_kind, owner_id, model_id, model_version, dim, length(vector), namespace "
+        "FROM vectors",
     )
-    assert {v[0] for v in vecs} == ids and len(ids) == 2
-    assert {(v[1], v[3], v[4]) for v in vecs} == {("hlmem-local-hash", 384, 384 * 4)}
+    assert {v[1] for v in vecs if v[0] == "claim"} == ids and len(ids) == 2
+    # every raw event too (the small talk no claim came from as well): recall's vector channel
+    assert {v[1]: v[6] for v in vecs if v[0] == "event"} == events and len(events) == 3
+    assert {(v[2], v[4], v[5]) for v in vecs} == {("hlmem-local-hash", 384, 384 * 4)}
 
-    # A new model (here: another dimension, so another version hash) re-embeds every claim.
+    # A new model (here: another dimension, so another version hash) re-embeds everything.
     cfg = fast_config(embedder={"dim": 64, "backfill_interval_s": 0.05})
     async with hlmem.open(db_path, config=cfg, clock=clock) as mem:
         await mem.drain(timeout_s=20, settle_s=0.3)
-    after = rows(db_path, "SELECT owner_id, model_version, dim FROM vectors")
-    assert {a[0] for a in after} == ids and {a[2] for a in after} == {64}
-    assert {a[1] for a in after}.isdisjoint({v[2] for v in vecs})
+    after = rows(db_path, "SELECT owner_kind, owner_id, model_version, dim FROM vectors")
+    assert {a[1] for a in after if a[0] == "claim"} == ids
+    assert {a[1] for a in after if a[0] == "event"} == set(events)
+    assert {a[3] for a in after} == {64}
+    assert {a[2] for a in after}.isdisjoint({v[3] for v in vecs})
+
+
+async def test_events_are_not_embedded_when_switched_off(db_path: Path) -> None:
+    clock = ManualClock()
+    cfg = fast_config(embedder={"embed_events": False})
+    async with hlmem.open(db_path, config=cfg, clock=clock) as mem:
+        await say(mem, clock, at(2026, 3, 1), "我主要用深色模式", "I live in Berlin.")
+        ids = {c.id for c in await mem.claims()}
+    vecs = rows(db_path, "SELECT owner_kind, owner_id FROM vectors")
+    assert {v[1] for v in vecs} == ids and {v[0] for v in vecs} == {"claim"}
 
 
 async def test_replayed_jobs_write_nothing_twice(db_path: Path) -> None:

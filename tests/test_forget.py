@@ -440,7 +440,8 @@ async def test_story_5_forget_by_claim_removes_claim_vectors_fts_and_exclusive_e
     assert result.claim_ids == (location.id,) and not result.dry_run
     assert result.event_ids == (again,)  # exclusive to the forgotten claim
     assert result.kept_event_ids == (shared,)  # the likes claim rests on it too
-    assert result.vectors == 1 and result.fts_rows == 2 and result.evidence_links == 2
+    # the claim's vector and the exclusive event's (events are embedded too)
+    assert result.vectors == 2 and result.fts_rows == 2 and result.evidence_links == 2
     assert result.observations_invalidated == 1
     assert rows(db_path, "SELECT needs_recompute FROM observations") == [(1,)]
     assert count(db_path, "observation_sources") == 0
@@ -470,6 +471,8 @@ async def test_story_5_forget_by_claim_removes_claim_vectors_fts_and_exclusive_e
     ]
     docs = "SELECT item_id FROM recall_docs WHERE item_id IN (?, ?, ?)"
     assert rows(db_path, docs, (location.id, again, shared)) == [(shared,)]
+    vectors = "SELECT owner_id FROM vectors WHERE owner_id IN (?, ?, ?)"
+    assert rows(db_path, vectors, (location.id, again, shared)) == [(shared,)]
     assert {r[0] for r in rows(db_path, "SELECT id FROM events")} == {shared, other}
     assert rows(db_path, _QUOTED, (city.lower(),)) == [(0,)]
     logged = "SELECT count(*) FROM vector_deletions WHERE owner_id = ?"

@@ -146,13 +146,17 @@ class DedupConfig(_Section):
 
 
 class EmbedderConfig(_Section):
-    # "local": the built-in hashed n-gram + jieba embedder (no model, no network); otherwise
+    # "local": the built-in hashed n-gram embedder (no model, no network); otherwise
     # the name of a provider in [providers] with an embeddings endpoint, and its model.
     provider: str = "local"
     model: str = "hlmem-local-hash"
     dim: int = Field(384, ge=16)
-    # Claims embedded per call.
+    # Texts (claims, events) embedded per call.
     batch_size: int = Field(32, ge=1)
+    # Raw events are embedded too, so recall's vector channel covers them (with a remote
+    # provider every event is then a paid input): their first event_max_chars characters.
+    embed_events: bool = True
+    event_max_chars: int = Field(2000, ge=16)
     # How often claims without a vector of the configured model are looked for (model change).
     backfill_interval_s: float = Field(30.0, gt=0)
 
@@ -238,8 +242,10 @@ class RecallConfig(_Section):
     # The most rows one full-text search ranks with bm25 (hlmem.fts.fts_search_terms): terms
     # too common to rank every match only rank what rarer terms missed, newest first.
     fts_rank_rows: int = Field(500, ge=1)
-    # Vector hits less similar than this (cosine) are noise, not candidates.
+    # Vector hits less similar than this (cosine) are noise, not candidates; raw events (long,
+    # unedited turns) need a closer match than claims (short normalised statements).
     min_vector_score: float = Field(0.15, ge=-1, le=1)
+    min_event_vector_score: float = Field(0.45, ge=-1, le=1)
     # Reciprocal rank fusion: score = sum over channels of 1 / (rrf_k + rank).
     rrf_k: float = Field(60.0, gt=0)
     # "numpy": exact scan of an in-memory matrix; "sqlite-vec": scan in SQLite (no RAM copy);

@@ -245,11 +245,16 @@ class ClaimsPending(_Frozen):
 
 
 class EmbedClaims(_Frozen):
-    """Embedder input: claims to embed (``claim_ids`` empty: a backfill of claims that lack a
-    vector of the configured model)."""
+    """Embedder input: claims and raw events to embed (both empty: a backfill of the claims
+    and events that lack a vector of the configured model)."""
 
     kind: Literal["embed_claims"] = "embed_claims"
     claim_ids: tuple[str, ...] = ()
+    event_ids: tuple[str, ...] = ()
+
+    @property
+    def backfill(self) -> bool:
+        return not self.claim_ids and not self.event_ids
 
 
 # --- maintenance ------------------------------------------------------------------------------

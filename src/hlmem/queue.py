@@ -18,6 +18,7 @@ import os
 import random
 import socket
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import anyio
@@ -47,10 +48,16 @@ class JobSpec:
     priority: int = 0
     run_after: float = 0.0
 
+    @cached_property
+    def payload_json(self) -> str:
+        """The payload as the job table stores it; a stage may read it before its transaction
+        so that the writer thread does not serialise it."""
+        return self.payload.model_dump_json()
+
     def row(self, now: float) -> tuple[Any, ...]:
         return (
             self.kind,
-            self.payload.model_dump_json(),
+            self.payload_json,
             self.size,
             self.priority,
             self.run_after,

@@ -417,6 +417,42 @@ WHERE c.id IN (SELECT value FROM json_each(?))
   AND NOT EXISTS (SELECT 1 FROM claim_merges m
                   WHERE m.source_key = c.id AND m.stage = 'maintenance');
 
+-- name: events_to_embed
+-- The texts (their first :max_chars characters) and namespaces of the given events that lack
+-- a vector of this model and version.
+SELECT e.id, substr(e.content, 1, :max_chars), e.namespace FROM events e
+WHERE e.id IN (SELECT value FROM json_each(:ids))
+  AND NOT EXISTS (SELECT 1 FROM vectors v
+                  WHERE v.owner_kind = 'event' AND v.owner_id = e.id
+                    AND v.model_id = :model AND v.model_version = :version);
+
+-- name: events_lacking_vectors
+-- Events a window has indexed (so they are recallable) without a vector of this model.
+SELECT e.id, substr(e.content, 1, :max_chars), e.namespace FROM events e
+WHERE EXISTS (SELECT 1 FROM recall_docs d WHERE d.kind = 'event' AND d.item_id = e.id)
+  AND NOT EXISTS (SELECT 1 FROM vectors v
+                  WHERE v.owner_kind = 'event' AND v.owner_id = e.id
+                    AND v.model_id = :model AND v.model_version = :version)
+LIMIT :limit;
+
+-- name: events_present
+-- Of the given event ids, those still stored (a forget may have deleted one since).
+SELECT id FROM events WHERE id IN (SELECT value FROM json_each(?));
+
+-- name: vector_upsert_packed
+-- vector_upsert (queries_vectors.sql) for a batch in one statement (one GIL release, not one
+-- per row): :rows is a JSON array of [owner_kind, owner_id, namespace, model_id,
+-- model_version, dim, created_at, offset], :vectors the float32 bytes of every vector back to
+-- back; a row's vector is the dim * 4 bytes at its offset.
+INSERT OR REPLACE INTO vectors (owner_kind, owner_id, namespace, model_id, model_version, dim,
+                                vector, created_at)
+SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
+       json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]'),
+       substr(:vectors, json_extract(value, '$[7]') + 1, json_extract(value, '$[5]') * 4),
+       json_extract(value, '$[6]')
+FROM json_each(:rows)
+ORDER BY key;
+
 
 -- name: bench_extraction_ledger
 -- The extractor's successful calls: count, tokens and cost (bench/extraction_cost.py).

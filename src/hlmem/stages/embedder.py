@@ -1,13 +1,18 @@
-"""Embedder: float32 vectors for placed claims, tagged with the model id and a version hash.
+"""Embedder: float32 vectors for placed claims and raw events, tagged with the model id and a
+version hash.
 
-Claims are embedded in batches of ``embedder.batch_size``: by the local embedder (in a worker
-thread; no model, no network) or through the gateway's embeddings call. A vector row is keyed
-by (claim, model id) and carries the model's version hash; vectors of different models are
-never compared, because recall asks for one model's rows. A claim already holding a vector of
-the configured model and version is skipped, so a replay embeds nothing twice.
+Claims arrive from conflict once placed; raw events from the extractor once their window is
+indexed for full-text recall, so recall's vector channel covers what no extractor turned into a
+claim. An event is embedded by its first ``embedder.event_max_chars`` characters. Texts are
+embedded in batches of ``embedder.batch_size``: by the local embedder (in a worker thread; no
+model, no network) or through the gateway's embeddings call. A vector row is keyed by (owner,
+model id) and carries the model's version hash; vectors of different models are never
+compared, because recall asks for one model's rows. An owner already holding a vector of the
+configured model and version is skipped, so a replay embeds nothing twice; one deleted since it
+was read (a forget) gets none.
 
-When the configured model changes, claims without a vector of the new one are found by a
-backfill job (``EmbedClaims`` with no ids) that the stage's tick enqueues, at most one at a
+When the configured model changes, claims and events without a vector of the new one are found
+by a backfill job (``EmbedClaims`` with no ids) that the stage's tick enqueues, at most one at a
 time; each backfill embeds one batch and enqueues the next while any remain.
 """
 
@@ -39,7 +44,7 @@ Vectors = np.ndarray[Any, np.dtype[np.float32]]
 
 @dataclass
 class _Embedded:
-    ids: list[str]
+    owners: list[tuple[str, str, str | None]]  # (owner kind, id, namespace) per vector row
     vectors: Vectors
     backfill: bool
 
@@ -75,18 +80,34 @@ class Embedder(Stage[_Embedded]):
         return {"model": self.model_id, "version": self.model_version}
 
     async def prepare(self, jobs: list[Job]) -> _Embedded:
-        ids = [i for j in jobs if isinstance(j.payload, EmbedClaims) for i in j.payload.claim_ids]
-        backfill = any(isinstance(j.payload, EmbedClaims) and not j.payload.claim_ids for j in jobs)
-        rows = list(
-            await self.store.fetchall("claims_to_embed", {"ids": json.dumps(ids), **self._model})
-        )
-        if backfill:
-            rows += await self.store.fetchall(
-                "claims_lacking_vectors", {**self._model, "limit": self.cfg.batch_size}
+        asks = [j.payload for j in jobs if isinstance(j.payload, EmbedClaims)]
+        claim_ids = [i for a in asks for i in a.claim_ids]
+        event_ids = [i for a in asks for i in a.event_ids]
+        backfill = any(a.backfill for a in asks)
+        model = self._model
+        events = {**model, "max_chars": self.cfg.event_max_chars}
+        # (kind, id) -> (text, namespace); a claim's namespace is filled by a trigger
+        texts: dict[tuple[str, str], tuple[str, str | None]] = {}
+        if claim_ids:
+            rows = await self.store.fetchall(
+                "claims_to_embed", {"ids": json.dumps(claim_ids), **model}
             )
-        unique = list({r[0]: r[1] for r in rows}.items())
-        texts = [text for _, text in unique]
-        return _Embedded([i for i, _ in unique], await self._embed(texts, jobs), backfill)
+            texts.update((("claim", r[0]), (r[1], None)) for r in rows)
+        if event_ids:
+            rows = await self.store.fetchall(
+                "events_to_embed", {"ids": json.dumps(event_ids), **events}
+            )
+            texts.update((("event", r[0]), (r[1], r[2])) for r in rows)
+        if backfill:
+            limit = {"limit": self.cfg.batch_size}
+            rows = await self.store.fetchall("claims_lacking_vectors", {**model, **limit})
+            texts.update((("claim", r[0]), (r[1], None)) for r in rows)
+            if self.cfg.embed_events:
+                rows = await self.store.fetchall("events_lacking_vectors", {**events, **limit})
+                texts.update((("event", r[0]), (r[1], r[2])) for r in rows)
+        owners = [(kind, i, ns) for (kind, i), (_, ns) in texts.items()]
+        vectors = await self._embed([text for text, _ in texts.values()], jobs)
+        return _Embedded(owners, vectors, backfill)
 
     async def _embed(self, texts: list[str], jobs: list[Job]) -> Vectors:
         if not texts:
@@ -110,35 +131,45 @@ class Embedder(Stage[_Embedded]):
 
     def apply(self, tx: SyncTx, jobs: list[Job], prepared: _Embedded) -> list[JobSpec]:
         now = iso(self.clock.now())
-        # Maintenance may have archived or merged a claim since prepare read it.
-        keep = (
-            {r[0] for r in tx.fetchall("claims_embeddable", (json.dumps(prepared.ids),))}
-            if prepared.ids
+        claims = [i for kind, i, _ in prepared.owners if kind == "claim"]
+        events = [i for kind, i, _ in prepared.owners if kind == "event"]
+        # Since prepare read them, maintenance may have archived or merged a claim, and a
+        # forget may have deleted an event: neither gets a vector.
+        allowed = (
+            {("claim", r[0]) for r in tx.fetchall("claims_embeddable", (json.dumps(claims),))}
+            if claims
             else set()
         )
-        tx.executemany(
-            "vector_upsert",
-            [
-                (
-                    "claim",
-                    claim_id,
-                    None,  # the namespace: filled from the claim by a trigger
-                    self.model_id,
-                    self.model_version,
-                    int(vec.shape[0]),
-                    vec.tobytes(),
-                    now,
-                )
-                for claim_id, vec in zip(prepared.ids, prepared.vectors, strict=True)
-                if claim_id in keep
-            ],
-        )
-        if prepared.backfill and prepared.ids:
+        if events:
+            allowed |= {
+                ("event", r[0]) for r in tx.fetchall("events_present", (json.dumps(events),))
+            }
+        keep = [
+            i
+            for i, (kind, owner_id, _) in enumerate(prepared.owners)
+            if (kind, owner_id) in allowed
+        ]
+        if keep:
+            vectors = np.ascontiguousarray(prepared.vectors[keep], dtype=np.float32)
+            dim = int(vectors.shape[1])
+            meta = [
+                (*prepared.owners[i], self.model_id, self.model_version, dim, now, n * dim * 4)
+                for n, i in enumerate(keep)
+            ]
+            tx.execute(
+                "vector_upsert_packed",
+                {"rows": json.dumps(meta, ensure_ascii=False), "vectors": vectors.tobytes()},
+            )
+        if prepared.backfill and prepared.owners:
             return [self._backfill_job()]
         return []
 
     def tick(self, tx: SyncTx, now: datetime) -> list[JobSpec]:
-        lacking = tx.fetchall("claims_lacking_vectors", {**self._model, "limit": 1})
+        limit = {**self._model, "limit": 1}
+        lacking = tx.fetchall("claims_lacking_vectors", limit) or (
+            self.cfg.embed_events
+            and tx.fetchall("events_lacking_vectors", {**limit, "max_chars": 1})
+        )
         return [self._backfill_job()] if lacking else []
 
     def _backfill_job(self) -> JobSpec:

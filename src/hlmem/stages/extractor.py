@@ -12,8 +12,9 @@ chat call per window through the gateway; an answer that does not parse gets
 window's failure fails only its own job (``job_errors``).
 
 ``apply`` writes, for each window not yet extracted, one ``extractions`` row (the proof that the
-window was extracted exactly once), the source decision of each of its events, and one
-``ClaimsProposed`` job carrying the drafts to admission. Candidate keys derive from the window
+window was extracted exactly once), the source decision and full-text row of each of its
+events, one ``ClaimsProposed`` job per namespace carrying the batch's drafts to admission, and
+one embedder job for the batch's events. Candidate keys derive from the window
 and the draft's place and content, so a replayed job proposes the same keys.
 """
 
@@ -39,6 +40,7 @@ from hlmem.messages import (
     Candidate,
     ClaimDraft,
     ClaimsProposed,
+    EmbedClaims,
     Job,
     OriginClass,
     Role,
@@ -107,7 +109,22 @@ class _Window:
         )
 
 
-Extracted = list[_Window]
+@dataclass
+class _Outputs:
+    """What ``apply`` writes for a set of windows: rows and the jobs it enqueues."""
+
+    extractions: list[tuple[object, ...]]
+    decisions: list[tuple[object, ...]]
+    fts: list[tuple[str, str, str, str]]
+    jobs: list[JobSpec]
+
+
+class Extracted(list[_Window]):
+    """The prepared windows; ``planned``: the outputs of all of them that did not fail, built
+    in ``prepare`` so the writer thread only runs SQL (rebuilt in ``apply`` when some window
+    turns out already extracted, a replay)."""
+
+    planned: tuple[frozenset[str], _Outputs] | None = None
 
 
 class Extractor(Stage[Extracted]):
@@ -176,7 +193,13 @@ class Extractor(Stage[Extracted]):
             async with anyio.create_task_group() as tg:
                 for w in todo:
                     tg.start_soon(self._model_extract, w)
-        return out
+        prepared = Extracted(out)
+        ok = [w for w in out if w.error is None]
+        outputs = self._outputs(ok, iso(self.clock.now()))
+        for spec in outputs.jobs:
+            spec.payload_json  # noqa: B018 - serialised here, not on the writer thread
+        prepared.planned = (frozenset(w.window.window_id for w in ok), outputs)
+        return prepared
 
     def _window(self, job_id: int, rows: list[Any]) -> _Window:
         sources: dict[str, _Source] = {}
@@ -271,19 +294,28 @@ class Extractor(Stage[Extracted]):
         todo = [w for w in prepared if w.job_id in mine]
         ids = json.dumps([w.window.window_id for w in todo])
         done = {r[0] for r in tx.fetchall("existing_extractions", (ids,))}
-        now = iso(self.clock.now())
-        extractions: list[tuple[object, ...]] = []
-        decisions: list[tuple[object, ...]] = []
-        fts: list[tuple[str, str, str, str]] = []
+        todo = [w for w in todo if w.window.window_id not in done]
+        planned = prepared.planned
+        if planned is not None and planned[0] == {w.window.window_id for w in todo}:
+            outputs = planned[1]
+        else:
+            outputs = self._outputs(todo, iso(self.clock.now()))
+        tx.executemany("insert_extraction", outputs.extractions)
+        tx.executemany("insert_admission_decision", outputs.decisions)
+        tx.executemany("fts_insert", outputs.fts)
+        return outputs.jobs
+
+    def _outputs(self, windows: list[_Window], now: str) -> _Outputs:
+        out = _Outputs([], [], [], [])
         proposed: dict[str, list[Candidate]] = {}  # namespace -> the batch's candidates
-        for w in todo:
+        for w in windows:
             window = w.window
-            if window.window_id in done:
-                continue
-            fts.extend(w.fts)
+            out.fts.extend(w.fts)
             name = self.extractor_name if w.worth_extracting else NOTHING_TO_EXTRACT
-            extractions.append((window.window_id, name, w.model, len(w.drafts), w.job_id, now))
-            decisions.extend(
+            out.extractions.append(
+                (window.window_id, name, w.model, len(w.drafts), w.job_id, now)
+            )
+            out.decisions.extend(
                 (event_id, None, self.policy.mode, s.decision.decision, s.decision.rule, now)
                 for event_id, s in w.sources.items()
             )
@@ -291,12 +323,9 @@ class Extractor(Stage[Extracted]):
                 proposed.setdefault(window.namespace, []).extend(
                     self._candidate(w, i, d) for i, d in enumerate(w.drafts)
                 )
-        tx.executemany("insert_extraction", extractions)
-        tx.executemany("insert_admission_decision", decisions)
-        tx.executemany("fts_insert", fts)
         # One admission job per namespace for the whole batch (not one per window): the job
         # table's cost is per job, and admission decides each candidate on its own anyway.
-        return [
+        out.jobs = [
             JobSpec(
                 "admission",
                 ClaimsProposed(candidates=tuple(candidates)),
@@ -305,6 +334,10 @@ class Extractor(Stage[Extracted]):
             )
             for namespace, candidates in proposed.items()
         ]
+        if out.fts and self.cfg.embedder.embed_events:  # recall's vector channel covers events
+            events = tuple(row[1] for row in out.fts)
+            out.jobs.append(JobSpec("embedder", EmbedClaims(event_ids=events), size=len(events)))
+        return out
 
     def _candidate(self, w: _Window, index: int, draft: ClaimDraft) -> Candidate:
         first = w.sources[draft.evidence[0].event_id]
