@@ -330,6 +330,59 @@ async def cmd_explain(args: argparse.Namespace, cfg: Config) -> int:
     return 0
 
 
+async def cmd_export(args: argparse.Namespace, cfg: Config) -> int:
+    async with open_memory(_need_db(args), config=cfg, pipeline="external") as mem:
+        done = await mem.export(args.file, namespace=args.namespace, vectors=not args.no_vectors)
+    counts = ", ".join(f"{n} {kind}" for kind, n in done.counts.items() if n)
+    _out(args, done.model_dump(mode="json"), f"exported to {done.path}: {counts or 'nothing'}")
+    return 0
+
+
+async def cmd_import(args: argparse.Namespace, cfg: Config) -> int:
+    mode: PipelineMode = "inline" if args.drain else "external"
+    async with open_memory(_need_db(args), config=cfg, pipeline=mode) as mem:
+        done = await mem.import_file(args.file)
+        if args.drain:
+            await mem.drain()
+    lines = [f"imported {done.path}:"] + [
+        f"  {kind:<12} imported {c.imported}, duplicate {c.duplicate}, merged {c.merged}, "
+        f"refused {c.refused}"
+        for kind, c in done.counts.items()
+    ]
+    if done.reembedding:
+        lines.append("  claims are re-embedded with the configured model by the pipeline")
+    _out(args, done.model_dump(mode="json"), "\n".join(lines))
+    return 0
+
+
+async def cmd_backup(args: argparse.Namespace, cfg: Config) -> int:
+    from hlmem.backup import backup
+
+    done = await backup(_need_db(args), Path(args.file), cfg=cfg.store)
+    _out(
+        args,
+        done.model_dump(mode="json"),
+        f"backed up to {done.path}: {done.bytes} bytes, {done.events} events, "
+        f"{done.claims} claims, tombstones up to #{done.tombstone_max_id}",
+    )
+    return 0
+
+
+async def cmd_restore(args: argparse.Namespace, cfg: Config) -> int:
+    from hlmem.backup import restore
+    from hlmem.clock import SystemClock
+
+    done = await restore(_need_db(args), Path(args.file), cfg=cfg, now=SystemClock().now())
+    _out(
+        args,
+        done.model_dump(mode="json"),
+        f"restored {done.path} from {done.backup}; re-applied {done.tombstones_reapplied} of "
+        f"{done.tombstones_before} tombstone(s): {len(done.claims_forgotten)} claim(s) and "
+        f"{len(done.events_forgotten)} event(s) stay forgotten",
+    )
+    return 0
+
+
 async def cmd_doctor(args: argparse.Namespace, cfg: Config) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         store = await Store.open(Path(tmp) / "doctor.db", cfg.store)
@@ -658,6 +711,25 @@ def build_parser() -> argparse.ArgumentParser:
     orep.add_argument("--since", default="24h", help="window: 30m, 24h, 7d, ...")
     orep.add_argument("--json", action="store_true", help="machine-readable output")
     command("maintain", cmd_maintain, "run one maintenance pass now (TTL, decay, archive, ...)")
+    p = command("export", cmd_export, "export memories to a neutral JSONL file (see README)")
+    p.add_argument("file", help="the JSONL file to write (replaced if it exists)")
+    p.add_argument("--namespace", default=None, help="only this namespace (default: all)")
+    p.add_argument("--no-vectors", action="store_true", help="leave the vectors out")
+    p = command(
+        "import", cmd_import, "import an export file (dedup; tombstones honoured; idempotent)"
+    )
+    p.add_argument("file", help="a file written by hlmem export")
+    p.add_argument(
+        "--drain", action="store_true", help="run the pipeline here until all is placed/embedded"
+    )
+    p = command("backup", cmd_backup, "consistent online copy of the database (SQLite backup API)")
+    p.add_argument("file", help="the new database file to write")
+    p = command(
+        "restore",
+        cmd_restore,
+        "replace the database with a backup; what was forgotten since stays forgotten",
+    )
+    p.add_argument("file", help="a backup written by hlmem backup")
     command("doctor", cmd_doctor, "check the SQLite module, its version and sqlite-vec")
     command("quickstart", cmd_quickstart, "run a sample conversation through a fresh store")
     _add_sim_provider(

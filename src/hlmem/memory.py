@@ -23,6 +23,8 @@ from anyio.abc import TaskGroup
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from hlmem.admission import SourcePolicy, redact, untrusted_rule
+from hlmem.backup import BackupResult
+from hlmem.backup import backup as backup_file
 from hlmem.clock import Clock, SystemClock, iso, parse_iso, wall
 from hlmem.config import Config, load_config
 from hlmem.correct import Correction, correction_draft, event_fields, load_target, submit
@@ -31,6 +33,7 @@ from hlmem.explain import ClaimExplanation, explain_claim
 from hlmem.forget import ForgetResult
 from hlmem.forget import forget as forget_items
 from hlmem.gateway import Gateway
+from hlmem.importer import Importer
 from hlmem.ingest import EventWriter, coerce_event
 from hlmem.lexicon import Lexicon, load_lexicon
 from hlmem.lifecycle import boost_sync
@@ -54,6 +57,7 @@ from hlmem.messages import (
     SessionKind,
 )
 from hlmem.pipeline import Pipeline, needs_gateway
+from hlmem.portable import ExportSummary, ImportSummary, export_sync
 from hlmem.queue import JobQueue, JobSpec
 from hlmem.recall import Recaller
 from hlmem.slots import SPEAKER, subject_key
@@ -692,6 +696,50 @@ class Memory:
         :raises InputError: no such claim (or it was forgotten).
         """
         return await explain_claim(self.store, claim_id)
+
+    # --- export, import, backup (hlmem.portable, hlmem.importer, hlmem.backup) ------------------
+
+    async def export(
+        self, path: str | Path, *, namespace: str | None = None, vectors: bool = True
+    ) -> ExportSummary:
+        """Write everything the store believes and why to a neutral JSONL file
+        (:mod:`hlmem.portable` documents the format), from one consistent snapshot, while the
+        pipeline runs. ``namespace`` limits it to one; ``vectors=False`` leaves vectors out.
+        Event text is exported as stored, secrets included.
+
+        :raises InputError: ``path`` cannot be written.
+        """
+        return await anyio.to_thread.run_sync(
+            lambda: export_sync(
+                self.store.path,
+                self.config,
+                Path(path),
+                namespace=namespace,
+                vectors=vectors,
+                now=self.clock.now(),
+            )
+        )
+
+    async def import_file(self, path: str | Path) -> ImportSummary:
+        """Import an export file: validated whole first, then tombstones, events, claims
+        (through dedup; the conflict stage places current claims whose slot is taken here),
+        links and vectors (kept when the embedding model is the configured one, else
+        re-embedded by the pipeline). Nothing forgotten here or in the file comes back;
+        importing the same file again changes nothing. Call ``drain()`` to wait for the
+        pipeline's part.
+
+        :raises InputError: the file does not validate (names the line; nothing written).
+        """
+        importer = Importer(self.store, self.queue, self.config, self._lexicon(), self.clock.now())
+        return await importer.run(Path(path))
+
+    async def backup(self, path: str | Path) -> BackupResult:
+        """A consistent online copy of the store file at ``path`` (a new file), taken with
+        the SQLite backup API while ingestion and the pipeline go on (:mod:`hlmem.backup`).
+
+        :raises InputError: ``path`` exists already.
+        """
+        return await backup_file(self.store.path, Path(path), cfg=self.config.store)
 
     # --- operator commands --------------------------------------------------------------------
 
