@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict
 
 from hlmem.clock import parse_iso
 from hlmem.errors import InputError
-from hlmem.messages import Claim, ClaimStatus, EvidenceSpan
+from hlmem.messages import Claim, EvidenceSpan
 from hlmem.redaction import redact
 from hlmem.store import Store
 
@@ -162,30 +162,11 @@ async def explain_claim(store: Store, claim_id: str) -> ClaimExplanation:
         {"window": r[23], "events": json.dumps(events), "needle": json.dumps(claim_id)},
     )
     entities = await store.fetchall("explain_entities", (claim_id,))
-    claim = Claim(
-        id=r[0],
-        namespace=r[1],
-        subject=r[2],
-        predicate=r[3],
-        value=redact(r[4]),
-        text=redact(r[5]),
-        status=ClaimStatus(r[6]),
-        language=r[7],
-        importance=r[8],
-        confidence=r[9],
-        valid_from=_t(r[10]),
-        valid_to=_t(r[11]),
-        recorded_at=parse_iso(r[12]),
-        polarity=r[13],
-        qualifiers=tuple(json.loads(r[14])),
-        scope=r[15],
-        retracted_at=_t(r[16]),
-        superseded_by=r[17],
-        evidence=tuple(
-            EvidenceSpan(event_id=e[0], quote=redact(e[1]), start_char=e[2], end_char=e[3])
-            for e in ev_rows
-        ),
+    spans = (
+        EvidenceSpan(event_id=e[0], quote=redact(e[1]), start_char=e[2], end_char=e[3])
+        for e in ev_rows
     )
+    claim = Claim.from_row(r, spans, redact)
     return ClaimExplanation(
         claim=claim,
         extractor=r[22],

@@ -43,7 +43,6 @@ from hlmem.messages import (
     ClaimDraft,
     ClaimScope,
     ClaimsProposed,
-    ClaimStatus,
     Event,
     EventIn,
     EvidenceSpan,
@@ -147,6 +146,7 @@ class Memory:
         self._pipeline: Pipeline | None = None
         self._lex: Lexicon | None = None
         self._recaller: Recaller | None = None
+        self._gateway: Gateway | None = None
         self._tg: TaskGroup | None = None
 
     async def __aenter__(self) -> Memory:
@@ -158,11 +158,15 @@ class Memory:
             self._queue = JobQueue(self._store, lease_s=self.config.pipeline.lease_s)
             stack.callback(self._queue.retire)
             gateway = None
-            if self.mode == "inline" and needs_gateway(self.config):
+            # The pipeline's stages call models only here (inline); recall's reranker does in
+            # every mode.
+            reranks = bool(self.config.recall.rerank_provider)
+            if (self.mode == "inline" or reranks) and needs_gateway(self.config):
                 # Entered before the task group, so it closes after the stages have stopped.
                 gateway = await stack.enter_async_context(
                     Gateway.open(self.config, self._store, clock=self.clock)
                 )
+            self._gateway = gateway
             tg = await stack.enter_async_context(anyio.create_task_group())
             self._tg = tg
             self._writer = EventWriter(self._queue, self.config.ingest, self.clock)
@@ -462,30 +466,7 @@ class Memory:
             ev.setdefault(e[0], []).append(
                 EvidenceSpan(event_id=e[1], quote=redact(e[2]), start_char=e[3], end_char=e[4])
             )
-        return [
-            Claim(
-                id=r[0],
-                namespace=r[1],
-                subject=r[2],
-                predicate=r[3],
-                value=r[4],
-                text=r[5],
-                status=ClaimStatus(r[6]),
-                language=r[7],
-                importance=r[8],
-                confidence=r[9],
-                valid_from=parse_iso(r[10]) if r[10] else None,
-                valid_to=parse_iso(r[11]) if r[11] else None,
-                recorded_at=parse_iso(r[12]),
-                polarity=r[13],
-                qualifiers=tuple(json.loads(r[14])),
-                scope=r[15],
-                retracted_at=parse_iso(r[16]) if r[16] else None,
-                superseded_by=r[17],
-                evidence=tuple(ev.get(r[0], ())),
-            )
-            for r in rows
-        ]
+        return [Claim.from_row(r, ev.get(r[0], ())) for r in rows]
 
     async def events(
         self,
@@ -564,7 +545,7 @@ class Memory:
         if k < 1:
             raise InputError("recall: k must be at least 1")
         if self._recaller is None:
-            self._recaller = Recaller(self.store, self.config)
+            self._recaller = Recaller(self.store, self.config, self._gateway)
         result = await self._recaller.recall(
             query,
             namespace=namespace or self.config.ingest.default_namespace,
@@ -644,7 +625,7 @@ class Memory:
         :raises InputError: not exactly one selector, or one that names nothing known.
         """
         if self._recaller is None:
-            self._recaller = Recaller(self.store, self.config)
+            self._recaller = Recaller(self.store, self.config, self._gateway)
         recaller, now = self._recaller, self.clock.now()
 
         async def recall(text: str, ns: str, k: int) -> RecallResult:

@@ -8,11 +8,14 @@ round-trips to the same message. All timestamps are timezone-aware UTC. hlmem cr
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+
+from hlmem.clock import parse_iso
 
 ID_MAX_CHARS = 200
 
@@ -402,6 +405,43 @@ class Claim(_Frozen):
     superseded_by: str | None = None
     evidence: tuple[EvidenceSpan, ...] = ()
 
+    @classmethod
+    def from_row(
+        cls,
+        r: Sequence[Any],
+        evidence: Iterable[EvidenceSpan] = (),
+        shown: Callable[[str], str] = str,
+    ) -> Claim:
+        """A claim from the first 18 columns the claim queries select (id, namespace, subject,
+        predicate, value, text, status, language, importance, confidence, valid_from,
+        valid_to, recorded_at, polarity, qualifiers, scope, retracted_at, superseded_by);
+        ``shown`` is applied to the value and the text (redaction)."""
+        return cls(
+            id=r[0],
+            namespace=r[1],
+            subject=r[2],
+            predicate=r[3],
+            value=shown(r[4]),
+            text=shown(r[5]),
+            status=ClaimStatus(r[6]),
+            language=r[7],
+            importance=r[8],
+            confidence=r[9],
+            valid_from=_when(r[10]),
+            valid_to=_when(r[11]),
+            recorded_at=parse_iso(r[12]),
+            polarity=r[13],
+            qualifiers=tuple(json.loads(r[14])),
+            scope=r[15],
+            retracted_at=_when(r[16]),
+            superseded_by=r[17],
+            evidence=tuple(evidence),
+        )
+
+
+def _when(text: str | None) -> datetime | None:
+    return parse_iso(text) if text else None
+
 
 # --- recall ---------------------------------------------------------------------------------
 
@@ -456,7 +496,7 @@ class RecallItem(_Frozen):
     folded: tuple[str, ...] = ()
     #: False for an event from an untrusted source (only when asked for)
     trusted: bool = True
-    #: which channels found it: "fts", "vector"
+    #: which channels found it: "fts", "vector"; "rerank" when the reranker placed it
     channels: tuple[str, ...] = ()
 
 
@@ -467,6 +507,9 @@ class RecallResult(_Frozen):
     packet: str
     tokens: int
     budget_tokens: int
+    #: the reranker (recall.rerank_provider) ordered the first items; False without one, or
+    #: when its call failed and the fused order stands
+    reranked: bool = False
 
 
 class RecallHit(_Frozen):

@@ -62,7 +62,12 @@ def build_stages(
 
 def needs_gateway(cfg: Config) -> bool:
     """Whether any stage calls a model with this configuration."""
-    return cfg.extractor.kind == "model" or cfg.embedder.provider != "local" or cfg.dedup.audit
+    return (
+        cfg.extractor.kind == "model"
+        or cfg.embedder.provider != "local"
+        or cfg.dedup.audit
+        or bool(cfg.recall.rerank_provider)
+    )
 
 
 def _load_language_data() -> None:
