@@ -273,3 +273,62 @@ async def test_a_user_word_is_found_whole_and_by_its_parts(store: Store, tmp_pat
     await index(store, [("event", "ride", "default", "我坐过珊瑚飞艇")])
     assert await ids(store, "珊瑚飞艇") == ["ride"]
     assert await ids(store, "飞艇") == ["ride"]
+
+
+# --- bounded ranking (fts_search_terms) ----------------------------------------------------------
+
+
+async def test_a_store_smaller_than_rank_rows_is_ranked_exactly(store: Store) -> None:
+    """When a query's terms match at most ``rank_rows`` rows in all (86 here), nothing
+    changes: plain bm25, ties in the same order."""
+    items: list[FtsItem] = [
+        ("claim", f"c{i}", "default", f"咖啡 {'绿茶 ' * (i % 3)}{i}") for i in range(40)
+    ]
+    items += [("event", f"e{i}", "default", f"绿茶 和 咖啡 {i}") for i in range(10)]
+    await index(store, items)
+    for query in ("咖啡", "咖啡 绿茶", "绿茶 35"):
+        exact = await fts_search(store, "default", query, limit=100, rank_rows=10_000)
+        bounded = await fts_search(store, "default", query, limit=100, rank_rows=86)
+        assert [(h.kind, h.item_id, h.rank) for h in bounded] == [
+            (h.kind, h.item_id, h.rank) for h in exact
+        ]
+
+
+async def test_common_terms_only_fill_after_the_rare_ones(store: Store) -> None:
+    """A term with more rows than ``rank_rows`` is not ranked: the rarer terms' items come
+    first (ranked), then the newest items with the common term, unranked (score 0)."""
+    common = [("event", f"e{i}", "default", f"部署 日志 第{i}条") for i in range(30)]
+    rare = [("claim", "c-rare", "default", "部署 billing-api 到 db-prod-2")]
+    await index(store, [*common[:15], *rare, *common[15:]])
+    hits = await fts_search(store, "default", "部署 billing-api", limit=5, rank_rows=10)
+    assert hits[0].item_id == "c-rare" and hits[0].score > 0
+    # then the newest rows with the common term, newest first
+    assert [h.item_id for h in hits[1:]] == ["e29", "e28", "e27", "e26"]
+    assert [h.score for h in hits[1:]] == [0.0] * 4 and [h.rank for h in hits] == [1, 2, 3, 4, 5]
+    # every term common: the newest items only
+    only = await fts_search(store, "default", "部署", limit=3, rank_rows=10)
+    assert [h.item_id for h in only] == ["e29", "e28", "e27"]
+
+
+async def test_every_and_allow(store: Store) -> None:
+    items: list[FtsItem] = [
+        ("claim", "grace-nelson", "default", "Grace Nelson owns billing-api"),
+        ("claim", "grace-lee", "default", "Grace Lee is a designer"),
+        ("claim", "tom-nelson", "default", "Tom Nelson likes tea"),
+    ]
+    await index(store, items)
+    from hlmem.fts import fts_search_terms
+
+    def names(hits: list[FtsHit]) -> set[str]:
+        return {h.item_id for h in hits}
+
+    terms = ["grace", "nelson"]
+    assert names(await fts_search_terms(store, "default", terms)) == {
+        "grace-nelson",
+        "grace-lee",
+        "tom-nelson",
+    }
+    assert names(await fts_search_terms(store, "default", terms, every=True)) == {"grace-nelson"}
+    allowed = await fts_search_terms(store, "default", terms, allow={"tom-nelson", "nobody"})
+    assert names(allowed) == {"tom-nelson"}
+    assert await fts_search_terms(store, "default", terms, allow=set()) == []

@@ -7,16 +7,22 @@ store, namespaces, untrusted events, the packet's budget, activation and feedbac
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import fast_config, rows
 
 import hlmem
+from hlmem import query as query_mod
 from hlmem.clock import ManualClock
 from hlmem.memory import Memory
 from hlmem.messages import OriginClass, RecallResult
+from hlmem.query import name_candidates
+from hlmem.recall import _first_claims, _fold_keys, _fold_order
+from hlmem.text import normalize
 
 pytestmark = pytest.mark.anyio
 
@@ -236,6 +242,76 @@ async def test_packet_budget_activation_and_feedback(db_path: Path) -> None:
         await mem.drain(timeout_s=5)
     assert 0 < small.tokens <= 120 < big.tokens <= 4000
     assert big.packet.count("\n") > small.packet.count("\n")
-    activation = rows(db_path, "SELECT activation, access_count, utility FROM claims WHERE id = ?",
-                      (first.id,))
+    activation = rows(
+        db_path, "SELECT activation, access_count, utility FROM claims WHERE id = ?", (first.id,)
+    )
     assert activation[0][0] > 1.0 and activation[0][1] >= 2 and activation[0][2] < 0
+
+
+# --- the fast paths give what the plain ones gave ------------------------------------------------
+
+
+def _reference_fold(
+    scored: list[tuple[float, bool, str, Any]], evidence: dict[str, list[Any]], k: int
+) -> list[tuple[str, tuple[str, ...]]]:
+    """The fold as first written: every candidate folded, then the first k kept."""
+    out: list[tuple[str, list[str]]] = []
+    seen: dict[tuple[Any, ...], int] = {}
+    shown: set[str] = set()
+    for _, is_event, item_id, r in scored:
+        if not is_event:
+            key = (normalize(r[2]), r[3], normalize(r[4]), r[8], r[6])
+            if key in seen:
+                out[seen[key]][1].append(item_id)
+                continue
+            seen[key] = len(out)
+            shown.update(e[1] for e in evidence.get(item_id, ()))
+        elif item_id in shown:
+            continue
+        out.append((item_id, []))
+    return [(i, tuple(f)) for i, f in out[:k]]
+
+
+def test_fold_of_the_first_k_equals_folding_everything() -> None:
+    rng = random.Random(5)
+    for _ in range(300):
+        scored: list[tuple[float, bool, str, Any]] = []
+        evidence: dict[str, list[Any]] = {}
+        events = [f"e{i}" for i in range(15)]
+        for event_id in rng.sample(events, rng.randint(0, 15)):
+            scored.append((rng.random(), True, event_id, ("event",)))
+        for i in range(rng.randint(0, 45)):
+            row = [None] * 9
+            row[2] = rng.choice(["user", "User", " user", "Alice"])
+            row[3] = rng.choice(["likes", "note"])
+            row[4] = rng.choice(["tea", "Tea", "coffee", "db-prod-2 "])
+            row[6] = rng.choice(["active", "superseded"])
+            row[8] = rng.choice([1, -1])
+            scored.append((rng.random(), False, f"c{i}", tuple(row)))
+            evidence[f"c{i}"] = [(f"c{i}", e) for e in rng.sample(events, 2)]
+        scored.sort(key=lambda s: (-s[0], s[1], s[2]))
+        k = rng.randint(1, 12)
+        keys = _fold_keys(scored)
+        shown = set(_first_claims(scored, keys, k))
+        fetched = {c: e for c, e in evidence.items() if c in shown}  # only what recall reads
+        got = [(entry[2], entry[4]) for entry in _fold_order(scored, keys, fetched, k)]
+        assert got == _reference_fold(scored, evidence, k)
+
+
+def test_name_candidates_find_what_a_scan_of_every_entity_finds() -> None:
+    """Recall asks the store only for entities named like a substring of the query; parsing
+    with those equals parsing with every entity of the namespace."""
+    rng = random.Random(6)
+    names = ["Alice", "alice chen", "Bob", "张伟", "张伟明", "北京", "Phoenix", "db-prod-2", "a"]
+    known = [(n, rng.choice(["person", "place"])) for n in names] + [("Phoenix", "other")]
+    now = at(2026, 5, 1)
+    queries = ["Where does Alice Chen work?", "张伟明在北京吗", "phoenix 的截止日期", "bob", "无关"]
+    for text in queries:
+        wanted = set(name_candidates(text))
+        fetched = [(n, kind) for n, kind in known if normalize(n) in wanted]
+        assert query_mod.parse(text, now, known_entities=fetched) == query_mod.parse(
+            text, now, known_entities=known
+        )
+    assert "alice chen" in name_candidates("Alice Chen?") and " alice" not in name_candidates(
+        "x alice"
+    )

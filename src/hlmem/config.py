@@ -240,7 +240,7 @@ class RecallConfig(_Section):
     fts_candidates: int = Field(100, ge=1)
     vector_candidates: int = Field(100, ge=1)
     # The most rows one full-text search ranks with bm25 (hlmem.fts.fts_search_terms): terms
-    # too common to rank every match only rank what rarer terms missed, newest first.
+    # too common to rank only fill the list after the rarer terms' items, newest first.
     fts_rank_rows: int = Field(500, ge=1)
     # Vector hits less similar than this (cosine) are noise, not candidates; raw events (long,
     # unedited turns) need a closer match than claims (short normalised statements).
@@ -251,7 +251,7 @@ class RecallConfig(_Section):
     # "numpy": exact scan of an in-memory matrix; "sqlite-vec": scan in SQLite (no RAM copy);
     # "auto": numpy while the vectors fit in numpy_max_mib, else sqlite-vec (when loaded).
     vector_backend: Literal["auto", "numpy", "sqlite-vec"] = "auto"
-    numpy_max_mib: float = Field(4096.0, ge=0)
+    numpy_max_mib: float = Field(6144.0, ge=0)
     # enforce: a query naming a known entity recalls only memories about it; prefer: those rank
     # first; off: no constraint.
     entity_constraint: Literal["enforce", "prefer", "off"] = "enforce"
@@ -266,6 +266,17 @@ class RecallConfig(_Section):
     quote_chars: int = Field(80, ge=10)
     # Extra jieba user dictionaries (one word per line: word [freq] [tag]).
     user_dict_paths: list[str] = []
+    # Optional reranker (hlmem.rerank): a provider in [providers] with a rerank endpoint, its
+    # model, and how many of the best fused items it reorders ("": no reranker).
+    rerank_provider: str = ""
+    rerank_model: str = ""
+    rerank_candidates: int = Field(20, ge=1)
+
+    @model_validator(mode="after")
+    def _rerank_model(self) -> RecallConfig:
+        if self.rerank_provider and not self.rerank_model:
+            raise ValueError("recall.rerank_model is required with recall.rerank_provider")
+        return self
 
 
 class ScopeDays(_Section):
@@ -359,6 +370,7 @@ class Config(_Section):
             "extractor.provider": extractor.provider if extractor.kind == "model" else "",
             "dedup.audit_provider": dedup.audit_provider if dedup.audit else "",
             "embedder.provider": "" if embedder.provider == "local" else embedder.provider,
+            "recall.rerank_provider": self.recall.rerank_provider,
         }
         for field, name in named.items():
             if name and name not in self.providers:

@@ -10,14 +10,15 @@ claims and events they name.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import json
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Literal, get_args
 
 import anyio
 
 from hlmem.errors import InputError
-from hlmem.segment import index_text, match_expression, quote
+from hlmem.segment import index_text, query_terms, quote
 from hlmem.store import Store
 
 FtsKind = Literal["claim", "event"]
@@ -41,13 +42,21 @@ class FtsHit:
     kind: FtsKind
     item_id: str
     rank: int  # position in the result list, 1 = best (what rank fusion uses)
-    score: float  # bm25 relevance, higher is better (FTS5's bm25() negated)
+    score: float  # bm25 relevance, higher is better (bm25() negated); 0: not ranked (common terms)
 
 
 def fts_row(kind: FtsKind, item_id: str, namespace: str, text: str) -> tuple[str, str, str, str]:
     """The parameters of ``fts_insert`` for one item: its text segmented by
     :func:`hlmem.segment.index_text` (CPU-bound: batch it in a worker thread)."""
     return (kind, item_id, namespace, index_text(text))
+
+
+def claim_search_text(text: str, value: str, predicate: str, slot_words: list[str]) -> str:
+    """What full-text search finds a claim by: its text, its value, and its slot's names
+    (``slot_words``: the lexicon's search words for the predicate, in both languages), so a
+    question about the slot finds the claim whatever words the claim itself used."""
+    names = slot_words or [predicate.replace("_", " ")]
+    return " ".join([text, value, *names])
 
 
 def fts_key(kind: FtsKind, item_id: str) -> tuple[str, str]:
@@ -69,6 +78,10 @@ def _kind_filter(kinds: Collection[str]) -> tuple[bool, str | None]:
     return bool(wanted), (wanted.pop() if len(wanted) == 1 else None)
 
 
+#: the most rows one full-text search ranks with bm25 (see :func:`fts_search_terms`)
+RANK_ROWS = 500
+
+
 async def fts_search(
     store: Store,
     namespace: str,
@@ -76,34 +89,82 @@ async def fts_search(
     *,
     kinds: Collection[FtsKind] = KINDS,
     limit: int = 50,
+    rank_rows: int = RANK_ROWS,
 ) -> list[FtsHit]:
     """The items of ``namespace`` that match ``query_text``, best first (bm25).
 
     Any term may match (OR); items matching more and rarer terms rank higher. The query is
     segmented in a worker thread (jieba's first use loads its dictionary), then read on the
-    store's reader connection. A query without search terms returns ``[]`` without SQL.
+    store's reader connection (:func:`fts_search_terms` says how much is ranked). A query
+    without search terms returns ``[]`` without SQL.
+
+    :raises InputError: ``kinds`` names something other than ``claim`` and ``event``.
+    :raises StoreError: the read failed.
+    """
+    anything, _ = _kind_filter(kinds)
+    if not anything or limit < 1:
+        return []
+    terms = await anyio.to_thread.run_sync(query_terms, query_text)
+    return await fts_search_terms(
+        store, namespace, terms, kinds=kinds, limit=limit, rank_rows=rank_rows
+    )
+
+
+async def fts_search_terms(
+    store: Store,
+    namespace: str,
+    terms: Sequence[str],
+    *,
+    kinds: Collection[FtsKind] = KINDS,
+    limit: int = 50,
+    rank_rows: int = RANK_ROWS,
+    allow: Collection[str] | None = None,
+    every: bool = False,
+) -> list[FtsHit]:
+    """:func:`fts_search` for a query already segmented (:func:`hlmem.segment.query_terms`);
+    ``allow`` keeps only those item ids; ``every`` asks for items matching every term (a
+    name: "grace nelson" is not everyone called Grace or Nelson). The work is bounded by
+    ``rank_rows``, whatever the store's size.
+
+    FTS5's bm25 first counts every row of every term (its idf) and then reads the length of
+    each row it ranks: 2-4 µs a matching row, and a common term ("月", "deploy") matches tens
+    of thousands of rows in a large store. So, in one statement (``fts_search``), each
+    term's rows are first counted up to ``rank_rows`` (a doclist walk that stops there), and:
+
+    - the terms whose rows together number at most ``rank_rows``, rarest first, are ranked
+      with bm25; when that is every term (always, in a store of at most ``rank_rows`` rows)
+      this is the plain full-text search;
+    - the other, common, terms only fill the list when it is short: with the newest items
+      matching any term, unranked (score 0), after the ranked ones. A query whose terms are
+      all common gets only these. Not with ``allow``: the walk back would mostly meet items
+      that are not allowed (recall's vector channel searches the allowed items anyway).
 
     :raises InputError: ``kinds`` names something other than ``claim`` and ``event``.
     :raises StoreError: the read failed.
     """
     anything, kind = _kind_filter(kinds)
-    if not anything or limit < 1:
+    if not anything or limit < 1 or not terms:
         return []
-    terms = await anyio.to_thread.run_sync(match_expression, query_text)
-    if terms is None:
-        return []
-    params = {
-        "scoped": f"ns : {quote(namespace_token(namespace))} AND body : ({terms})",
-        "wide": f"body : ({terms})",
-        "namespace": namespace,
-        "kind": kind,
-        "limit": limit,
-    }
-    rows = await store.fetchall("fts_search", params)
-    return [
-        FtsHit(kind=row[0], item_id=row[1], rank=position, score=-float(row[2]))
-        for position, row in enumerate(rows, 1)
-    ]
+    quoted = [quote(term) for term in terms]
+    rows = await store.fetchall(
+        "fts_search",
+        {
+            "terms": json.dumps([" AND ".join(quoted)] if every else quoted, ensure_ascii=False),
+            "token": f"ns : {quote(namespace_token(namespace))}",
+            "namespace": namespace,
+            "kind": kind,
+            "cap": rank_rows + 1,
+            "limit": limit,
+            "allow": None if allow is None else json.dumps(sorted(allow), ensure_ascii=False),
+        },
+    )
+    hits: list[FtsHit] = []
+    seen: set[tuple[str, str]] = set()
+    for row in rows:  # tier 1 (ranked) first, then tier 2 (newest)
+        if (row[0], row[1]) not in seen and len(hits) < limit:
+            seen.add((row[0], row[1]))
+            hits.append(FtsHit(row[0], row[1], len(hits) + 1, -float(row[2])))
+    return hits
 
 
 async def fts_backfill(store: Store, *, batch_size: int = 500) -> int:

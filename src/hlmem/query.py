@@ -8,13 +8,16 @@
 - **Entities.** Names in the query (:func:`hlmem.atoms.entities_of`, plus every entity the
   namespace already knows whose name occurs in the query). A known entity with one meaning is
   high-confidence and constrains recall; a name the store does not know, or one that maps to
-  several entities of different kinds, is *loose*: recall stays wide.
+  several entities of different kinds, is *loose*: recall stays wide. The store is asked only
+  for the names the query could contain (:func:`name_candidates`: every substring of up to
+  :data:`MAX_NAME_CHARS` characters), so the cost follows the query, not the namespace.
 - **Subject.** A query in the first person (我 / 我的 / I / my / me) is about the speaker.
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from datetime import datetime
 
@@ -38,6 +41,8 @@ _BELIEF = re.compile(
     re.IGNORECASE,
 )
 _FIRST_PERSON = re.compile(r"我|\b(?:i|my|me|mine|i'm|i've)\b", re.IGNORECASE)
+#: the longest entity name (normalised, in characters) a query is matched against
+MAX_NAME_CHARS = 32
 
 
 def parse(
@@ -81,6 +86,24 @@ def parse(
         loose_entities=loose,
         subject=SPEAKER if _FIRST_PERSON.search(text) else None,
     )
+
+
+def name_candidates(text: str) -> list[str]:
+    """The strings a known entity's normalised name must be one of to occur in ``text``: each
+    distinct substring of ``normalize(text)`` of 2 to :data:`MAX_NAME_CHARS` characters that
+    neither starts nor ends with a space (normalised names never do). :func:`parse` matches
+    what the store returns for these exactly as it would match every entity of the namespace;
+    only names longer than :data:`MAX_NAME_CHARS` are never found."""
+    folded = normalize(text)
+    size = len(folded)
+    ends = [end for end in range(1, size + 1) if folded[end - 1] != " "]
+    found = {
+        folded[start:end]
+        for start in range(size)
+        if folded[start] != " "
+        for end in ends[bisect_left(ends, start + 2) : bisect_right(ends, start + MAX_NAME_CHARS)]
+    }
+    return list(found)
 
 
 def _entities(

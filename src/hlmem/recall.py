@@ -7,13 +7,14 @@
    constraint (``enforce``) a query naming a known entity only considers memories about it, and
    the restriction is applied before each channel's candidate limit.
 3. Reciprocal rank fusion: ``sum(1 / (rrf_k + rank))`` over the channels that found an item.
-4. Time and status. Current: active claims not expired; history: superseded ones too, marked;
-   ``as_of=T``: claims learned by T and not retracted then; ``valid_at=T``: claims true at T.
-   Events follow their claims: in current recall an event whose claims are all superseded is
-   history and left out; events with no claim are episodic memory. Untrusted events only when
-   asked for.
-5. Ranking: fused score × (1 + importance, recency, activation and feedback utility, weighted
-   by ``recall.weight_*``); equivalent claims (same slot, value and polarity) fold into one.
+4. Time and status. Current: active claims not expired; history: superseded and archived
+   ones too, marked; ``as_of=T``: claims learned by T and not retracted then; ``valid_at=T``:
+   claims true at T. Events follow their claims: in current recall an event whose claims are
+   all superseded or archived is history and left out; events with no claim are episodic
+   memory. Untrusted events only when asked for.
+5. Ranking: fused score × (1 + importance, recency, activation decayed to now and feedback
+   utility, weighted by ``recall.weight_*``); equivalent claims (same slot, value and polarity)
+   fold into one.
 6. The context packet: claims with their times and short evidence quotes first, then events,
    within the token budget.
 """
@@ -29,12 +30,14 @@ from typing import Any
 
 import anyio
 
+from hlmem import lifecycle, segment
 from hlmem import query as query_mod
 from hlmem.admission import SourcePolicy, redact, untrusted_rule
 from hlmem.clock import iso, parse_iso
 from hlmem.config import Config
 from hlmem.embedding import LocalEmbedder
-from hlmem.fts import fts_search
+from hlmem.fts import fts_search_terms
+from hlmem.gateway import Gateway
 from hlmem.messages import (
     QueryParse,
     RecallEvidence,
@@ -43,16 +46,41 @@ from hlmem.messages import (
     RecallResult,
 )
 from hlmem.providers import estimate_tokens
+from hlmem.rerank import rerank
+from hlmem.segment import query_terms
 from hlmem.store import Store
 from hlmem.text import normalize
 from hlmem.vector_index import VectorIndex
 
-#: how far the entity-constrained candidate search looks (before the candidate limits)
-ENTITY_SCAN = 5000
-#: what one recall adds to the activation of what it returned, and the ceiling
-ACTIVATION_BOOST = 0.1
-ACTIVATION_CAP = 5.0
+#: how many items one entity's full-text search adds to the items about it (the entity
+#: constraint); an entity matching more adds its best (or, when common, newest) ones
+ENTITY_SCAN = 1000
 _EVENT_IMPORTANCE = 0.3
+#: queries up to this long are segmented on the event loop (see ``Recaller._prepare``)
+_INLINE_CHARS = 512
+
+
+class _Later:
+    """A value one task sets and another awaits."""
+
+    def __init__(self) -> None:
+        self._set = anyio.Event()
+        self._value: Any = None
+
+    def set(self, value: Any) -> None:
+        self._value = value
+        self._set.set()
+
+    async def get(self) -> Any:
+        await self._set.wait()
+        return self._value
+
+
+@dataclass(frozen=True, slots=True)
+class _Query:
+    terms: tuple[str, ...]  # the FTS search terms (hlmem.segment.query_terms)
+    vector: _Later  # the query's embedding, computed meanwhile (only with a local embedder)
+    fresh: _Later  # set once the vector index has read what changed
 
 
 @dataclass
@@ -68,11 +96,14 @@ class _Candidate:
 class Recaller:
     """Recall over one store; holds the vector index (kept in sync on every search)."""
 
-    def __init__(self, store: Store, cfg: Config) -> None:
+    def __init__(self, store: Store, cfg: Config, gateway: Gateway | None = None) -> None:
         self.store = store
         self.cfg = cfg
         self.rc = cfg.recall
+        # the reranker's way out (recall.rerank_provider); None: no reranking
+        self.gateway = gateway if self.rc.rerank_provider else None
         self.policy = SourcePolicy.from_config(cfg.admission)
+        self._segmenter_ready = False  # jieba's dictionary is loaded (by a first query)
         emb = cfg.embedder
         # The query is embedded by the same model as the stored vectors; with a remote
         # embedder the vector channel needs the gateway, which a reader may not have: then
@@ -84,6 +115,7 @@ class Recaller:
                 self.embedder.model_version,
                 emb.dim,
                 backend=self.rc.vector_backend,
+                numpy_max_mib=self.rc.numpy_max_mib,
             )
             if self.embedder is not None
             else None
@@ -102,21 +134,64 @@ class Recaller:
         budget_tokens: int | None,
         include_untrusted: bool,
     ) -> RecallResult:
-        known = [
-            (r[0], r[1]) for r in await self.store.fetchall("recall_known_entities", (namespace,))
-        ]
-        parsed = query_mod.parse(
-            text, now, known_entities=known, mode=mode, as_of=as_of, valid_at=valid_at
-        )
-        allow = await self._entity_allow(namespace, parsed)
-        candidates = await self._candidates(text, namespace, allow)
-        items = await self._items(candidates, namespace, parsed, now, include_untrusted)
-        items = _fold(items)[:k]
+        query = await self._prepare(text)
+        async with anyio.create_task_group() as tg:
+            # Meanwhile: the query's vector on a worker thread (~0.4 ms of numpy), and the
+            # vector index's check for changes, first in the reader's queue.
+            if self.index is not None and self.embedder is not None:
+                tg.start_soon(self._embed, text, query.vector)
+                tg.start_soon(self._refresh_index, query.fresh)
+            names = query_mod.name_candidates(text)
+            known = [
+                (r[0], r[1])
+                for r in await self.store.fetchall(
+                    "recall_known_entities", (namespace, json.dumps(names, ensure_ascii=False))
+                )
+            ]
+            parsed = query_mod.parse(
+                text, now, known_entities=known, mode=mode, as_of=as_of, valid_at=valid_at
+            )
+            allow = await self._entity_allow(namespace, parsed)
+            candidates = await self._candidates(query, namespace, allow)
+        reranked = False
+        if self.gateway is None:
+            items = await self._items(candidates, namespace, parsed, now, include_untrusted, k)
+        else:  # the reranker reorders the best rerank_candidates, then the first k are kept
+            wide = max(k, self.rc.rerank_candidates)
+            items = await self._items(candidates, namespace, parsed, now, include_untrusted, wide)
+            items, reranked = await rerank(self.gateway, self.rc, text, items, namespace=namespace)
+            items = items[:k]
         budget = budget_tokens or self.rc.budget_tokens
         packet, tokens = self.packet(items, budget)
         return RecallResult(
-            query=parsed, items=tuple(items), packet=packet, tokens=tokens, budget_tokens=budget
+            query=parsed,
+            items=tuple(items),
+            packet=packet,
+            tokens=tokens,
+            budget_tokens=budget,
+            reranked=reranked,
         )
+
+    async def _prepare(self, text: str) -> _Query:
+        """The query's FTS terms: jieba, ~50 µs for a question (cached), less than a hop to a
+        worker thread costs; the first call loads jieba's dictionary (~1 s), on a worker
+        thread, as does a long text."""
+        if not self._segmenter_ready:
+            await anyio.to_thread.run_sync(segment.load)
+            self._segmenter_ready = True
+        if len(text) <= _INLINE_CHARS:
+            terms = query_terms(text)
+        else:
+            terms = await anyio.to_thread.run_sync(query_terms, text)
+        return _Query(terms=tuple(terms), vector=_Later(), fresh=_Later())
+
+    async def _embed(self, text: str, into: _Later) -> None:
+        assert self.embedder is not None
+        into.set(await anyio.to_thread.run_sync(self.embedder.embed_one, text))
+
+    async def _refresh_index(self, done: _Later) -> None:
+        assert self.index is not None
+        done.set(await self.index.refresh(self.store))
 
     # --- candidates ---------------------------------------------------------------------------
 
@@ -124,44 +199,78 @@ class Recaller:
         """Ids of the memories about the query's high-confidence entities (None: no limit)."""
         if self.rc.entity_constraint == "off" or not parsed.entities:
             return None
-        names = json.dumps(list(parsed.entities))
-        allow = {
-            r[0] for r in await self.store.fetchall("recall_entity_claims", (namespace, names))
-        }
-        for entity in parsed.entities:
-            hits = await fts_search(self.store, namespace, entity, limit=ENTITY_SCAN)
+        allow: set[str] = set()
+
+        async def linked() -> None:
+            names = json.dumps(list(parsed.entities))
+            rows = await self.store.fetchall("recall_entity_claims", (namespace, names))
+            allow.update(r[0] for r in rows)
+
+        async def named(entity: str) -> None:
+            # A name the query contains: jieba is loaded and the name is short (inline).
+            hits = await fts_search_terms(
+                self.store,
+                namespace,
+                query_terms(entity),
+                limit=ENTITY_SCAN,
+                rank_rows=self.rc.fts_rank_rows,
+                every=True,
+            )
             allow.update(h.item_id for h in hits)
+
+        async with anyio.create_task_group() as tg:  # queued together on the reader
+            tg.start_soon(linked)
+            for entity in parsed.entities:
+                tg.start_soon(named, entity)
         return allow
 
     async def _candidates(
-        self, text: str, namespace: str, allow: set[str] | None
+        self, query: _Query, namespace: str, allow: set[str] | None
     ) -> dict[tuple[str, str], _Candidate]:
+        """Both channels' hits, fused; the two searches run at once (SQLite's FTS on the
+        reader thread, the vector scan on a worker thread or inline when small)."""
         out: dict[tuple[str, str], _Candidate] = {}
         strict = allow is not None and self.rc.entity_constraint == "enforce"
-        wide = ENTITY_SCAN if strict else self.rc.fts_candidates
-        fts = [
-            h
-            for h in await fts_search(self.store, namespace, text, limit=wide)
-            if not strict or (allow is not None and h.item_id in allow)
-        ][: self.rc.fts_candidates]
-        for rank, hit in enumerate(fts, 1):
-            out.setdefault((hit.kind, hit.item_id), _Candidate(hit.kind, hit.item_id)).ranks[
-                "fts"
-            ] = rank
-        if self.index is not None and self.embedder is not None:
-            vec = await anyio.to_thread.run_sync(self.embedder.embed_one, text)
+        found: dict[str, list[Any]] = {"fts": [], "vector": []}
+
+        async def full_text() -> None:
+            found["fts"] = await fts_search_terms(
+                self.store,
+                namespace,
+                query.terms,
+                limit=self.rc.fts_candidates,
+                rank_rows=self.rc.fts_rank_rows,
+                allow=allow if strict else None,
+            )
+
+        async def vectors() -> None:
+            if self.index is None:
+                return
+            vector = await query.vector.get()
+            await query.fresh.get()
             hits = await self.index.search(
                 self.store,
-                vec,
+                vector,
                 self.rc.vector_candidates,
                 namespace=namespace,
                 allow=allow if strict else None,
+                refresh=False,  # done at the start of this recall
             )
-            hits = [h for h in hits if h.score >= self.rc.min_vector_score]
-            for rank, vh in enumerate(hits, 1):
-                out.setdefault((vh.kind, vh.item_id), _Candidate(vh.kind, vh.item_id)).ranks[
-                    "vector"
-                ] = rank
+            rc = self.rc
+            found["vector"] = [
+                h
+                for h in hits
+                if h.score
+                >= (rc.min_event_vector_score if h.kind == "event" else rc.min_vector_score)
+            ]
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(full_text)
+            tg.start_soon(vectors)
+        for channel in ("fts", "vector"):
+            for rank, hit in enumerate(found[channel], 1):
+                key = (hit.kind, hit.item_id)
+                out.setdefault(key, _Candidate(hit.kind, hit.item_id)).ranks[channel] = rank
         if allow is not None and self.rc.entity_constraint == "prefer":
             for cand in out.values():
                 if cand.id in allow:
@@ -177,75 +286,132 @@ class Recaller:
         parsed: QueryParse,
         now: datetime,
         include_untrusted: bool,
+        k: int,
     ) -> list[RecallItem]:
+        """The ``k`` best visible candidates, folded (:func:`_fold_order`), as items.
+
+        Every candidate is scored from its row; only the ``k`` that are returned are built as
+        items, with their texts and quotes redacted (redaction costs ~50 µs a text: doing it
+        for every candidate cost more than the rest of recall), and only the claims that can
+        be returned have their evidence read (a claim told hundreds of times has hundreds of
+        evidence rows)."""
         claim_ids = [c.id for c in candidates.values() if c.kind == "claim"]
         event_ids = [c.id for c in candidates.values() if c.kind == "event"]
-        claims = await self.store.fetchall("recall_claims", (json.dumps(claim_ids), namespace))
-        evidence: dict[str, list[RecallEvidence]] = {}
-        for r in await self.store.fetchall("recall_claim_evidence", (json.dumps(claim_ids),)):
-            evidence.setdefault(r[0], []).append(
-                RecallEvidence(
-                    event_id=r[1],
-                    session_id=r[2],
-                    quote=redact(r[3])[: self.rc.quote_chars],
-                    occurred_at=parse_iso(r[4]),
-                )
-            )
-        events = await self.store.fetchall("recall_events", (json.dumps(event_ids), namespace))
-        items: list[RecallItem] = []
+        rows: dict[str, list[Any]] = {}
+
+        async def fetch(name: str, params: tuple[str, ...]) -> None:
+            rows[name] = await self.store.fetchall(name, params)
+
+        # Queued together on the reader connection: one wait instead of two.
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(fetch, "recall_claims", (json.dumps(claim_ids), namespace))
+            tg.start_soon(fetch, "recall_events", (json.dumps(event_ids), namespace))
+        claims, events = rows["recall_claims"], rows["recall_events"]
+        scored: list[tuple[float, bool, str, Any]] = []
         for r in claims:
             if not _claim_visible(r, parsed, now):
                 continue
-            cand = candidates[("claim", r[0])]
-            signals = self._signals(r[9], r[13], r[15], r[16], now)
-            items.append(
-                RecallItem(
-                    id=r[0],
-                    kind="claim",
-                    text=redact(r[5]),
-                    score=cand.fused(self.rc.rrf_k) * signals,
-                    status=r[6],
-                    subject=r[2],
-                    predicate=r[3],
-                    value=redact(r[4]),
-                    qualifiers=tuple(json.loads(r[7])),
-                    polarity=r[8],
-                    valid_from=parse_iso(r[11]) if r[11] else None,
-                    valid_to=parse_iso(r[12]) if r[12] else None,
-                    recorded_at=parse_iso(r[13]),
-                    evidence=tuple(evidence.get(r[0], ())),
-                    channels=tuple(sorted(cand.ranks)),
-                )
+            # Activation as decayed to now (hlmem.lifecycle), not as last written down.
+            activation = lifecycle.current(
+                self.cfg.maintenance,
+                activation=r[15],
+                since=r[21],
+                scope=r[20],
+                importance=r[9],
+                now=now,
             )
+            signals = self._signals(r[9], r[13], activation, r[16], now)
+            score = candidates[("claim", r[0])].fused(self.rc.rrf_k) * signals
+            scored.append((score, False, r[0], r))
+        trust: dict[str, bool] = {}
         for r in events:
             trusted = untrusted_rule(self.policy, r[6], r[7]) is None
             if not (trusted or include_untrusted) or not _event_visible(r, parsed):
                 continue
-            cand = candidates[("event", r[0])]
+            trust[r[0]] = trusted
             signals = self._signals(_EVENT_IMPORTANCE, r[5], 0.0, 0.0, now)
-            occurred = parse_iso(r[4])
-            items.append(
-                RecallItem(
-                    id=r[0],
-                    kind="event",
-                    text=redact(r[3]),
-                    score=cand.fused(self.rc.rrf_k) * signals,
-                    status="event",
-                    recorded_at=parse_iso(r[5]),
-                    evidence=(
-                        RecallEvidence(
-                            event_id=r[0],
-                            session_id=r[1],
-                            quote=redact(r[3])[: self.rc.quote_chars],
-                            occurred_at=occurred,
-                        ),
-                    ),
-                    trusted=trusted,
-                    channels=tuple(sorted(cand.ranks)),
+            score = candidates[("event", r[0])].fused(self.rc.rrf_k) * signals
+            scored.append((score, True, r[0], r))
+        scored.sort(key=lambda s: (-s[0], s[1], s[2]))
+        keys = _fold_keys(scored)
+        shown = _first_claims(scored, keys, k)  # every claim item is one of these
+        evidence: dict[str, list[Any]] = {}
+        if shown:
+            for r in await self.store.fetchall("recall_claim_evidence", (json.dumps(shown),)):
+                evidence.setdefault(r[0], []).append(r)
+        redacted = _Redactions()
+        items = []
+        for score, is_event, item_id, r, folded in _fold_order(scored, keys, evidence, k):
+            cand = candidates[("event" if is_event else "claim", item_id)]
+            channels = tuple(sorted(cand.ranks))
+            if is_event:
+                items.append(self._event_item(r, score, channels, trust[item_id], redacted))
+            else:
+                items.append(
+                    self._claim_item(
+                        r, score, channels, evidence.get(item_id, []), folded, redacted
+                    )
                 )
-            )
-        items.sort(key=lambda i: (-i.score, i.kind != "claim", i.id))
         return items
+
+    def _claim_item(
+        self,
+        r: Any,
+        score: float,
+        channels: tuple[str, ...],
+        evidence: list[Any],
+        folded: tuple[str, ...],
+        redacted: _Redactions,
+    ) -> RecallItem:
+        return RecallItem(
+            id=r[0],
+            kind="claim",
+            text=redacted(r[5]),
+            score=score,
+            status=r[6],
+            subject=r[2],
+            predicate=r[3],
+            value=redacted(r[4]),
+            qualifiers=tuple(json.loads(r[7])),
+            polarity=r[8],
+            valid_from=parse_iso(r[11]) if r[11] else None,
+            valid_to=parse_iso(r[12]) if r[12] else None,
+            recorded_at=parse_iso(r[13]),
+            evidence=tuple(
+                RecallEvidence(
+                    event_id=e[1],
+                    session_id=e[2],
+                    quote=redacted(e[3])[: self.rc.quote_chars],
+                    occurred_at=parse_iso(e[4]),
+                )
+                for e in evidence
+            ),
+            channels=channels,
+            folded=folded,
+        )
+
+    def _event_item(
+        self, r: Any, score: float, channels: tuple[str, ...], trusted: bool, redacted: _Redactions
+    ) -> RecallItem:
+        text = redacted(r[3])
+        return RecallItem(
+            id=r[0],
+            kind="event",
+            text=text,
+            score=score,
+            status="event",
+            recorded_at=parse_iso(r[5]),
+            evidence=(
+                RecallEvidence(
+                    event_id=r[0],
+                    session_id=r[1],
+                    quote=text[: self.rc.quote_chars],
+                    occurred_at=parse_iso(r[4]),
+                ),
+            ),
+            trusted=trusted,
+            channels=channels,
+        )
 
     def _signals(
         self, importance: float, recorded_at: str, activation: float, utility: float, now: datetime
@@ -286,7 +452,8 @@ class Recaller:
 
 def _claim_visible(r: Any, parsed: QueryParse, now: datetime) -> bool:
     status, valid_from, valid_to, recorded, retracted = r[6], r[11], r[12], r[13], r[14]
-    if status not in ("active", "superseded"):
+    # Archived claims (expired or long silent) are history: shown, marked, outside current.
+    if status not in ("active", "superseded", "archived"):
         return False
     if parsed.as_of is not None:
         t = iso(parsed.as_of)
@@ -314,31 +481,79 @@ def _event_visible(r: Any, parsed: QueryParse) -> bool:
     return True
 
 
-def _fold(items: list[RecallItem]) -> list[RecallItem]:
-    """Fold claims saying the same (subject, predicate, value, polarity, status) into the best
-    ranked one, and drop events whose only role is to be a claim's evidence already shown."""
-    out: list[RecallItem] = []
+class _Redactions(dict[str, str]):
+    """:func:`hlmem.admission.redact` once per distinct text of one recall (a claim told many
+    times has as many evidence quotes, often the same words)."""
+
+    def __call__(self, text: str) -> str:
+        return self[text]
+
+    def __missing__(self, text: str) -> str:
+        out = self[text] = redact(text)
+        return out
+
+
+_Scored = tuple[float, bool, str, Any]  # score, is an event, id, row
+
+
+def _fold_keys(scored: list[_Scored]) -> dict[str, tuple[Any, ...]]:
+    """Each claim's fold key: normalised subject, predicate, normalised value, polarity and
+    status. The stored value, not the redacted one shown: two claims that differ only in a
+    secret are two facts (and redacting every candidate's value cost milliseconds)."""
+    return {
+        item_id: (normalize(r[2] or ""), r[3], normalize(r[4] or ""), r[8], r[6])
+        for _, is_event, item_id, r in scored
+        if not is_event
+    }
+
+
+def _first_claims(scored: list[_Scored], keys: dict[str, tuple[Any, ...]], k: int) -> list[str]:
+    """The best claim of each of the first ``k`` fold keys: every claim :func:`_fold_order`
+    returns is one of them (events only push claims out of the first ``k``)."""
+    out: dict[tuple[Any, ...], str] = {}
+    for _, is_event, item_id, _r in scored:
+        if not is_event and keys[item_id] not in out:
+            out[keys[item_id]] = item_id
+            if len(out) >= k:
+                break
+    return list(out.values())
+
+
+def _fold_order(
+    scored: list[_Scored],
+    keys: dict[str, tuple[Any, ...]],
+    evidence: dict[str, list[Any]],
+    k: int,
+) -> list[tuple[float, bool, str, Any, tuple[str, ...]]]:
+    """The first ``k`` of ``scored`` (best first) after folding, each with the ids folded into
+    it: a claim with the fold key (:func:`_fold_keys`: subject, predicate, value, polarity,
+    status) of a better ranked one folds into it, and an event that is the evidence
+    of a claim shown before it is dropped. After ``k`` items only claims that fold into one of
+    them are looked at.
+    """
+    out: list[tuple[float, bool, str, Any, tuple[str, ...]]] = []
+    folded: list[list[str]] = []
     seen: dict[tuple[Any, ...], int] = {}
     shown_events: set[str] = set()
-    for item in items:
-        if item.kind == "claim":
-            key = (
-                normalize(item.subject or ""),
-                item.predicate,
-                normalize(item.value or ""),
-                item.polarity,
-                item.status,
-            )
-            if key in seen:
-                first = out[seen[key]]
-                out[seen[key]] = first.model_copy(update={"folded": (*first.folded, item.id)})
-                continue
-            seen[key] = len(out)
-            shown_events.update(e.event_id for e in item.evidence)
-        elif item.id in shown_events:
+    for score, is_event, item_id, r in scored:
+        if is_event:
+            if len(out) < k and item_id not in shown_events:
+                out.append((score, True, item_id, r, ()))
+                folded.append([])
             continue
-        out.append(item)
-    return out
+        key = keys[item_id]
+        if key in seen:
+            if seen[key] < k:
+                folded[seen[key]].append(item_id)
+            continue
+        if len(out) >= k:
+            seen[key] = k  # a new item past the k-th: what folds into it is not shown either
+            continue
+        seen[key] = len(out)
+        out.append((score, False, item_id, r, ()))
+        folded.append([])
+        shown_events.update(e[1] for e in evidence.get(item_id, ()))
+    return [(*entry[:4], tuple(f)) for entry, f in zip(out, folded, strict=True)]
 
 
 def _line(item: RecallItem, quote_chars: int) -> str:

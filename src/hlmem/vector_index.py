@@ -1,23 +1,35 @@
-"""The vector channel of recall: exact cosine top-k over one embedding model's vectors.
+"""The vector channel of recall: cosine top-k over one embedding model's vectors.
 
 A :class:`VectorIndex` answers "which claims (or events) of this namespace are nearest to this
 query vector" for one (model id, model version, dimension); vectors of any other model or
-version are never compared. Two backends:
+version are never compared. Backends:
 
-- ``"numpy"`` keeps a float32 matrix in memory (rows L2-normalised, so the cosine is a dot
-  product) with parallel arrays of owner kind, namespace and change seq. :meth:`refresh` follows
-  the ``vectors`` table incrementally: rows whose ``seq`` is above the last one read (inserts,
-  and updates, which the schema turns into new rows), then the ``vector_deletions`` log. When
-  nothing changed it costs one small query, so :meth:`search` refreshes before every scan.
+- ``"numpy"`` keeps the vectors in memory, L2-normalised (the cosine is a dot product), in one
+  dense float32 matrix per (namespace, owner kind), stored dimension-major (one contiguous row
+  of values per dimension): a scan reads only the partition it compares, and only the
+  dimensions where the query is not zero. The local embedder's hashed features leave most of
+  them zero (a question has ~18 non-zero values of 384 at the median, ~50 at p95), so an exact
+  scan reads a twentieth of the matrix; a dense query takes one matrix-vector product. A
+  delete moves the partition's last vector into the hole.
+  :meth:`refresh` follows the ``vectors`` table incrementally: rows whose ``seq`` is above the
+  last one read (inserts, and updates, which the schema turns into new rows), then the
+  ``vector_deletions`` log. When nothing changed it costs one small query, so :meth:`search`
+  refreshes before every scan.
 - ``"sqlite-vec"`` leaves the vectors on disk and scans them with ``vec_distance_cosine``; it
   needs a store whose SQLite module loaded the extension (``store.caps.vec_version``).
+- ``"auto"`` is numpy while the vectors fit in ``numpy_max_mib`` (:func:`choose_backend`,
+  decided when the index loads and again if it outgrows the budget), else sqlite-vec (when
+  loaded). Measured by ``bench/recall.py``: numpy scans are an order of magnitude faster at
+  every size, so only memory decides.
 
-Both are exact. For namespaces of hundreds of thousands of rows the numpy backend can take a
-:class:`Prefilter` (SimHash bits choose candidates, float32 re-scores them): about five times
-faster at 1M rows, with recall@10 of 0.998 against the exact scan in ``bench/recall.py``.
+Both are exact. A numpy index may also take a :class:`Prefilter` (off unless asked for):
+SimHash bits choose candidates and float32 re-scores them. On the local embedder's vectors,
+whose cosines are low and close together, it keeps only 0.79-0.90 of the exact top 100 at
+67k rows (1,000-4,000 candidates), while the sparse exact scan already reads ~5 % of the
+matrix: recall does not use it.
 
 The index owns no connection and writes nothing: it reads through the store's named queries
-(``sql/queries_vectors.sql``). Scans of more than a few thousand rows run in a worker thread.
+(``sql/queries_vectors.sql``). Scans of more than a few million floats run in a worker thread.
 One index serves one store; it is safe for concurrent tasks (a lock serialises refresh and
 scan), not for use from several threads or event loops at once.
 """
@@ -26,6 +38,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import sys
 import time
 from collections.abc import Collection, Sequence
@@ -42,21 +55,32 @@ from hlmem.store import Store
 log = logging.getLogger(__name__)
 
 Backend = Literal["numpy", "sqlite-vec"]
+BackendChoice = Literal["auto", "numpy", "sqlite-vec"]
 Floats = np.ndarray[Any, np.dtype[np.float32]]
 Ints = np.ndarray[Any, np.dtype[np.int64]]
+Words = np.ndarray[Any, np.dtype[np.uint64]]
 
 #: owner kinds a vector row may have, in the order of their codes in the numpy backend
 OWNER_KINDS = ("claim", "event", "observation")
 DEFAULT_KINDS = ("claim", "event")
 _KIND_CODE = {kind: code for code, kind in enumerate(OWNER_KINDS)}
-_DEAD = -1  # kind code of a free slot
 
 #: rows read per query while refreshing (bounds the memory of one read)
 REFRESH_BATCH_ROWS = 20_000
 #: scans touching more float32 values than this run in a worker thread (10k rows of 384:
 #: about 0.5 ms inline on an idle core, less than a thread hop costs under load)
 THREAD_MIN_FLOATS = 4_000_000
-_INITIAL_ROWS = 1024
+#: memory the numpy backend holds per vector besides its floats (and prefilter bits): seq,
+#: owner id, slot map entry, a sixteenth of room to grow; :meth:`VectorIndex.memory_bytes`
+#: measured 1,830 bytes a 384-dimension vector at 251k vectors (bench/recall.py)
+ROW_OVERHEAD_BYTES = 300
+_INITIAL_ROWS = 16
+#: a query with non-zero values in more than 1/this of the dimensions is scanned with one
+#: matrix-vector product (reading them all) instead of one pass per non-zero dimension
+SPARSE_MAX_SHARE = 3
+#: ... and a partition of fewer vectors than this always is (a pass per dimension has a cost)
+SPARSE_MIN_ROWS = 4096
+_ROW_BITS = 32  # a location is part << _ROW_BITS | row
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,31 +94,56 @@ class VectorHit:
 
 @dataclass(frozen=True)
 class Prefilter:
-    """Approximate scans for large numpy indexes: SimHash bits pick candidates, float32
+    """Approximate scans of large numpy partitions: SimHash bits pick candidates, float32
     re-scores them.
 
     Each vector also keeps ``bits`` sign bits of random projections (two vectors differ in a
-    bit with probability angle / pi). A scan over at least ``min_rows`` rows ranks them by
-    Hamming distance to the query's bits, scores the nearest ``candidates`` (and any tied with
-    the last) exactly, and returns the top-k of those: not exact, so off by default;
-    ``bench/recall.py`` measures its recall@k against the exact scan.
+    bit with probability angle / pi). A scan of a partition of at least ``min_rows`` rows ranks
+    them by Hamming distance to the query's bits, scores the nearest ``max(candidates,
+    per_hit * k)`` (and any tied with the last) exactly, and returns the top-k of those: not
+    exact; ``bench/recall.py`` measures its recall against the exact scan.
     """
 
     bits: int = 384
     candidates: int = 1024
+    per_hit: int = 0
     min_rows: int = 200_000
     seed: int = 0
 
     def __post_init__(self) -> None:
         if self.bits < 64 or self.bits % 64:
             raise ConfigError(f"prefilter bits must be a positive multiple of 64, got {self.bits}")
-        if self.candidates < 1:
+        if self.candidates < 1 or self.per_hit < 0:
             raise ConfigError("prefilter candidates must be positive")
+
+    def wanted(self, k: int) -> int:
+        """Candidates to re-score for a top-``k`` search."""
+        return max(self.candidates, self.per_hit * k)
 
     def projection(self, dim: int) -> Floats:
         """The random hyperplanes, one per bit: fixed by ``seed``, the same in every process."""
         rng = np.random.default_rng(self.seed)
         return rng.standard_normal((self.bits, dim)).astype(np.float32)
+
+
+def numpy_bytes(rows: int, dim: int, prefilter: Prefilter | None = None) -> int:
+    """About what the numpy backend holds for ``rows`` vectors of ``dim`` values."""
+    bits = prefilter.bits // 8 if prefilter else 0
+    return rows * (dim * 4 + bits + ROW_OVERHEAD_BYTES)
+
+
+def choose_backend(
+    *,
+    rows: int,
+    dim: int,
+    numpy_max_mib: float,
+    vec_loaded: bool = True,
+    prefilter: Prefilter | None = None,
+) -> Backend:
+    """What ``"auto"`` uses for ``rows`` vectors: numpy while they fit in ``numpy_max_mib``
+    (or when sqlite-vec is not loaded), else sqlite-vec."""
+    fits = numpy_bytes(rows, dim, prefilter) <= numpy_max_mib * 2**20
+    return "numpy" if fits or not vec_loaded else "sqlite-vec"
 
 
 def as_unit(query: Any, dim: int) -> Floats | None:
@@ -119,12 +168,12 @@ def _kind_codes(kinds: Collection[str]) -> list[int]:
 
 
 class VectorIndex:
-    """Exact cosine top-k over the vectors of one (model id, model version, dimension).
+    """Cosine top-k over the vectors of one (model id, model version, dimension).
 
-    ``backend`` is ``"numpy"`` (in memory, incrementally refreshed) or ``"sqlite-vec"``
-    (scanned in SQLite). ``prefilter`` (numpy only) makes scans of large namespaces
-    approximate and several times faster. Build one per store and model, keep it, and call
-    :meth:`search`.
+    ``backend`` is ``"numpy"`` (in memory, incrementally refreshed), ``"sqlite-vec"`` (scanned
+    in SQLite) or ``"auto"`` (numpy while the vectors fit in ``numpy_max_mib``, else
+    sqlite-vec). ``prefilter`` (numpy only) makes scans of large partitions approximate and
+    several times faster. Build one per store and model, keep it, and call :meth:`search`.
 
     :raises ConfigError: an unknown backend, a dimension below 1, or a prefilter for sqlite-vec.
     """
@@ -135,20 +184,26 @@ class VectorIndex:
         model_version: str,
         dim: int,
         *,
-        backend: Backend = "numpy",
+        backend: BackendChoice = "numpy",
         prefilter: Prefilter | None = None,
+        numpy_max_mib: float = math.inf,
     ) -> None:
-        if backend not in ("numpy", "sqlite-vec"):
-            raise ConfigError(f"unknown vector backend {backend!r}; use 'numpy' or 'sqlite-vec'")
+        if backend not in ("auto", "numpy", "sqlite-vec"):
+            raise ConfigError(
+                f"unknown vector backend {backend!r}; use 'auto', 'numpy' or 'sqlite-vec'"
+            )
         if dim < 1:
             raise ConfigError(f"vector dimension must be positive, got {dim}")
-        if prefilter is not None and backend != "numpy":
+        if prefilter is not None and backend == "sqlite-vec":
             raise ConfigError("a vector prefilter needs the 'numpy' backend")
         self.model_id = model_id
         self.model_version = model_version
         self.dim = dim
-        self.backend: Backend = backend
+        self.choice: BackendChoice = backend
+        #: the backend in use ("auto" decides when the index loads)
+        self.backend: Backend = "sqlite-vec" if backend == "sqlite-vec" else "numpy"
         self.prefilter = prefilter
+        self.numpy_max_mib = numpy_max_mib
         self._lock = anyio.Lock()
         self._store_path: Path | None = None
         self._vec_seq = 0  # every vectors row with seq <= this has been read
@@ -179,7 +234,7 @@ class VectorIndex:
             return await self._refresh(store)
 
     async def _refresh(self, store: Store) -> int:
-        if self.backend == "sqlite-vec":
+        if self.choice == "sqlite-vec":
             self._require_vec(store)
         head = (await store.fetchall("vector_head"))[0]
         vec_head, del_head, oldest = int(head[0] or 0), int(head[1] or 0), head[2]
@@ -199,21 +254,25 @@ class VectorIndex:
             self._reset(path)
         if (vec_head, del_head) == (self._vec_seq, self._del_seq):
             return 0
+        params = {"model": self.model_id, "version": self.model_version, "dim": self.dim}
+        full_load = self._vec_seq == 0
+        if full_load:
+            count = int(await store.scalar("vector_count", params))
+            if self.choice == "auto":
+                self._decide(store, count)
+            if self.backend == "numpy":
+                self._rows.reserve(await store.fetchall("vector_counts", params))
         if self.backend == "sqlite-vec":
             changed = vec_head - self._vec_seq + del_head - self._del_seq
-            params = {"model": self.model_id, "version": self.model_version, "dim": self.dim}
             self._sql_rows = int(await store.scalar("vector_count", params))
             self._vec_seq, self._del_seq = vec_head, del_head
             return changed
-        full_load = self._vec_seq == 0
-        if full_load:
-            params = {"model": self.model_id, "version": self.model_version, "dim": self.dim}
-            self._rows.reserve(int(await store.scalar("vector_count", params)))
         started = time.perf_counter()
         changed = await self._read_changes(store)
         if full_load:
             # Rows deleted before the head was read are not in the table: skip their log.
             self._del_seq = del_head
+            self._rows.fit()
             log.info(
                 "vector index loaded",
                 extra={
@@ -229,7 +288,33 @@ class VectorIndex:
         # saw them (rows of other models are skipped by the queries, not missing).
         self._vec_seq = max(self._vec_seq, vec_head)
         self._del_seq = max(self._del_seq, del_head)
+        if self.choice == "auto" and not full_load:
+            self._decide(store, len(self._rows))
         return changed
+
+    def _decide(self, store: Store, rows: int) -> None:
+        """Pick the backend for ``rows`` vectors (``"auto"``); leaving numpy frees the rows."""
+        chosen = choose_backend(
+            rows=rows,
+            dim=self.dim,
+            numpy_max_mib=self.numpy_max_mib,
+            vec_loaded=store.caps.vec_version is not None,
+            prefilter=self.prefilter,
+        )
+        if chosen != self.backend:
+            log.info(
+                "vector backend chosen",
+                extra={
+                    "action": "vector_backend",
+                    "backend": chosen,
+                    "rows": rows,
+                    **self._log_extra,
+                },
+            )
+        if chosen == "sqlite-vec" and self.backend == "numpy":
+            self._rows = _Rows(self.dim, self.prefilter)
+            self._sql_rows = rows
+        self.backend = chosen
 
     @property
     def _log_extra(self) -> dict[str, str]:
@@ -269,7 +354,6 @@ class VectorIndex:
             if rows:
                 self._del_seq = int(rows[-1][0])
             if len(rows) < REFRESH_BATCH_ROWS:
-                self._rows.compact_if_sparse()
                 return changed
 
     # --- search -----------------------------------------------------------------------------
@@ -283,12 +367,15 @@ class VectorIndex:
         namespace: str,
         kinds: Collection[str] = DEFAULT_KINDS,
         allow: Collection[str] | None = None,
+        refresh: bool = True,
     ) -> list[VectorHit]:
         """The ``k`` vectors of ``namespace`` and ``kinds`` nearest to ``query`` by cosine,
         best first (ties by write order). ``allow`` restricts the candidates to those owner ids
         before the top-k is taken. A zero query has no nearest vectors: ``[]``.
 
-        The numpy backend refreshes first, so what was committed before the call is searched.
+        The numpy (and auto) backend refreshes first, so what was committed before the call
+        is searched; ``refresh=False`` skips that for a caller that has just called
+        :meth:`refresh` itself (recall does, while it reads other things).
 
         :raises InputError: the query is not a finite vector of ``dim`` values, or a kind is
             unknown.
@@ -298,16 +385,18 @@ class VectorIndex:
         codes = _kind_codes(kinds)
         if unit is None or k <= 0 or not codes or (allow is not None and not allow):
             return []
-        if self.backend == "sqlite-vec":
+        if self.choice == "sqlite-vec":
             return await self._search_sql(store, unit, k, namespace, kinds, allow)
         async with self._lock:
-            await self._refresh(store)
-            rows = self._rows
-            slots = rows.candidates(namespace, codes, allow)
-            scanned = len(rows) if slots is None else len(slots)
-            if scanned * self.dim >= THREAD_MIN_FLOATS:
-                return await anyio.to_thread.run_sync(rows.top_k, unit, k, namespace, codes, slots)
-            return rows.top_k(unit, k, namespace, codes, slots)
+            if refresh or self._store_path != store.path:
+                await self._refresh(store)
+            if self.backend == "numpy":
+                rows = self._rows
+                plan = rows.plan(unit, k, namespace, codes, allow)
+                if plan.floats >= THREAD_MIN_FLOATS:
+                    return await anyio.to_thread.run_sync(rows.top_k, plan)
+                return rows.top_k(plan)
+        return await self._search_sql(store, unit, k, namespace, kinds, allow)
 
     async def _search_sql(
         self,
@@ -346,218 +435,297 @@ class VectorIndex:
             )
 
 
-class _Rows:
-    """The numpy backend's storage: one slot per vector, arrays grown by doubling.
+class _Part:
+    """The live vectors of one (namespace, owner kind), dense in rows ``[0, n)``: row ``i``
+    holds a unit vector, its seq, its owner id and (with a prefilter) its SimHash bits in
+    ``codes[:, i]`` (word-major: a Hamming scan reads each word of all rows in one pass)."""
 
-    Slot ``i`` holds a unit vector in ``matrix[i]``, its owner kind code (``_DEAD`` when free),
-    namespace code, seq and owner id, and with a prefilter its SimHash bits in ``codes[:, i]``
-    (stored word-major: a Hamming scan then reads each word of all rows in one pass). Freed
-    slots are reused; the arrays are compacted when more than half of the slots are free. Only
-    the task holding the index's lock (or the thread it waits for) touches it.
-    """
+    __slots__ = ("codes", "cols", "ids", "kind", "n", "seqs", "space")
+
+    def __init__(self, space: str | None, kind: int, dim: int, words: int) -> None:
+        self.space = space
+        self.kind = kind
+        self.n = 0
+        self.cols: Floats = np.empty((dim, _INITIAL_ROWS), dtype=np.float32)  # dim-major
+        self.seqs: Ints = np.empty(_INITIAL_ROWS, dtype=np.int64)
+        self.codes: Words = np.empty((words, _INITIAL_ROWS), dtype=np.uint64)
+        self.ids: list[str] = []
+
+    def capacity(self, rows: int) -> None:
+        """Room for ``rows`` rows (at least ``n``): the arrays are copied to that size."""
+        rows = max(rows, self.n, 1)
+        cols = np.empty((self.cols.shape[0], rows), dtype=np.float32)
+        cols[:, : self.n] = self.cols[:, : self.n]
+        seqs = np.empty(rows, dtype=np.int64)
+        seqs[: self.n] = self.seqs[: self.n]
+        codes = np.empty((self.codes.shape[0], rows), dtype=np.uint64)
+        codes[:, : self.n] = self.codes[:, : self.n]
+        self.cols, self.seqs, self.codes = cols, seqs, codes
+
+    def grow(self, extra: int) -> None:
+        if self.n + extra > len(self.seqs):
+            self.capacity(max(2 * len(self.seqs), self.n + extra))
+
+    def nbytes(self) -> int:
+        return self.cols.nbytes + self.seqs.nbytes + self.codes.nbytes
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What one search scans: per partition, the rows (``None``: all ``n``) and whether the
+    prefilter applies; ``floats`` is the work, which decides the thread."""
+
+    unit: Floats
+    k: int
+    parts: list[tuple[_Part, Ints | None, bool]]
+    floats: int
+
+
+class _Rows:
+    """The numpy backend's storage: a :class:`_Part` per (namespace, owner kind) and, per kind,
+    a map from owner id to its location (part number and row). Only the task holding the
+    index's lock (or the thread it waits for) touches it."""
 
     def __init__(self, dim: int, prefilter: Prefilter | None) -> None:
         self.dim = dim
         self.prefilter = prefilter
-        self.matrix: Floats = np.zeros((_INITIAL_ROWS, dim), dtype=np.float32)
-        self.kinds = np.full(_INITIAL_ROWS, _DEAD, dtype=np.int8)
-        self.spaces = np.full(_INITIAL_ROWS, -1, dtype=np.int32)
-        self.seqs: Ints = np.zeros(_INITIAL_ROWS, dtype=np.int64)
-        words = prefilter.bits // 64 if prefilter else 0
-        self.codes = np.zeros((words, _INITIAL_ROWS), dtype=np.uint64)
+        self.words = prefilter.bits // 64 if prefilter else 0
         self.projection = prefilter.projection(dim) if prefilter else None
-        self.ids: list[str] = []  # owner id per handed-out slot ("" when free)
-        self.used = 0  # slots [0, used) have been handed out
-        self.free: list[int] = []
-        self.slots: dict[tuple[int, str], int] = {}  # (kind code, owner id) -> slot
-        self.space_codes: dict[str | None, int] = {}
+        self.parts: list[_Part] = []
+        self.part_of: dict[tuple[str | None, int], int] = {}
+        self.where: list[dict[str, int]] = [{} for _ in OWNER_KINDS]
         self._id_bytes = 0
 
     def __len__(self) -> int:
-        return len(self.slots)
+        return sum(len(w) for w in self.where)
 
     def memory_bytes(self) -> int:
-        arrays = sum(a.nbytes for a in (self.matrix, self.kinds, self.spaces, self.seqs))
-        arrays += self.codes.nbytes + (0 if self.projection is None else self.projection.nbytes)
-        # The slot map holds a 2-tuple per key (the id strings are shared with self.ids).
-        tuples = len(self.slots) * sys.getsizeof((0, ""))
-        python = sys.getsizeof(self.ids) + sys.getsizeof(self.slots) + tuples + self._id_bytes
-        return arrays + python
+        arrays = sum(p.nbytes() for p in self.parts)
+        arrays += 0 if self.projection is None else self.projection.nbytes
+        rows = len(self)
+        # Per row: the owner id (shared by the id list and the map), its list pointer, its map
+        # entry and the location int.
+        python = sum(sys.getsizeof(w) for w in self.where) + sum(
+            sys.getsizeof(p.ids) for p in self.parts
+        )
+        return arrays + python + self._id_bytes + rows * sys.getsizeof(1 << _ROW_BITS)
 
     # --- writes (refresh) -------------------------------------------------------------------
 
-    def reserve(self, rows: int) -> None:
-        """Make room for ``rows`` slots in all (a full load knows its size: one allocation)."""
-        if rows > len(self.kinds):
-            self._resize(slice(0, self.used), rows)
+    def reserve(self, sizes: Sequence[Any]) -> None:
+        """Before a full load: partitions sized for ``vector_counts`` rows (namespace, kind,
+        rows), so that loading copies nothing (doubling would hold up to twice the vectors)."""
+        for namespace, kind, rows in sizes:
+            part = self.parts[self._part(namespace, _KIND_CODE[kind])]
+            part.capacity(int(rows) + int(rows) // 16 + _INITIAL_ROWS)
+
+    def fit(self) -> None:
+        """After a full load: trim partitions that kept much more room than they use."""
+        for part in self.parts:
+            if len(part.seqs) > 2 * (part.n + _INITIAL_ROWS):
+                part.capacity(part.n + part.n // 16 + _INITIAL_ROWS)
+
+    def _part(self, namespace: str | None, kind: int) -> int:
+        number = self.part_of.get((namespace, kind))
+        if number is None:
+            number = self.part_of[(namespace, kind)] = len(self.parts)
+            self.parts.append(_Part(namespace, kind, self.dim, self.words))
+        return number
 
     def apply(self, rows: Sequence[Any]) -> int:
-        """Apply rows of ``vector_changes``: a vector replaces the owner's slot or takes a new
-        one; a row without one (another model version) drops the owner's slot. Per-row work
-        is a few dict and list operations; the arrays are written in bulk."""
-        keys = [(_KIND_CODE[r[1]], r[2]) for r in rows]
-        live = [i for i, r in enumerate(rows) if r[4] is not None]
-        if len(live) < len(rows):
-            for i in set(range(len(rows))) - set(live):
-                slot = self.slots.get(keys[i])
-                if slot is not None:
-                    self._free(keys[i], slot)
-        if not live:
-            return len(rows)
-        slots = [self.slots.get(keys[i]) for i in live]
-        new = [j for j, slot in enumerate(slots) if slot is None]
-        for j, slot in zip(new, self._take([keys[live[j]] for j in new]), strict=True):
-            slots[j] = slot
-        target = np.asarray(slots, dtype=np.int64)
-        self.kinds[target] = [keys[i][0] for i in live]
-        self.spaces[target] = [self._space(rows[i][3]) for i in live]
-        self.seqs[target] = [rows[i][0] for i in live]
-        block = np.frombuffer(b"".join(rows[i][4] for i in live), dtype=np.float32)
-        block = block.reshape(len(live), self.dim)
-        norms = np.sqrt(np.einsum("ij,ij->i", block, block))[:, None]
-        self.matrix[target] = np.divide(block, norms, out=np.zeros_like(block), where=norms > 0)
-        if self.projection is not None:
-            self.codes[:, target] = self.simhash(self.matrix[target]).T
+        """Apply rows of ``vector_changes`` (seq, kind, owner, namespace, vector or ``None``):
+        a vector replaces the owner's row or is appended to its partition; a row without one
+        (another model version) drops the owner. Each owner appears once (the table is unique
+        on owner and model). Vectors are written in bulk per partition."""
+        appends: dict[int, list[Any]] = {}
+        for r in rows:
+            code = _KIND_CODE[r[1]]
+            where = self.where[code].get(r[2])
+            if r[4] is None:
+                if where is not None:
+                    self._remove(code, r[2], where)
+                continue
+            number = self._part(r[3], code)
+            if where is not None:
+                if where >> _ROW_BITS == number:
+                    self._write(self.parts[number], [where & _ROW_MASK], [r])
+                    continue
+                self._remove(code, r[2], where)
+            appends.setdefault(number, []).append(r)
+        for number, new in appends.items():
+            part = self.parts[number]
+            start = part.n
+            part.grow(len(new))
+            part.n += len(new)
+            part.ids.extend(r[2] for r in new)
+            self._write(part, range(start, start + len(new)), new)
+            where_map = self.where[part.kind]
+            base = number << _ROW_BITS
+            for row, r in enumerate(new, start):
+                where_map[r[2]] = base | row
+            self._id_bytes += sum(sys.getsizeof(r[2]) for r in new)
         return len(rows)
 
+    def _write(self, part: _Part, at: Sequence[int], rows: Sequence[Any]) -> None:
+        block = np.frombuffer(b"".join(r[4] for r in rows), dtype=np.float32)
+        block = block.reshape(len(rows), self.dim)
+        norms = np.sqrt(np.einsum("ij,ij->i", block, block))[:, None]
+        target = slice(at[0], at[0] + len(at)) if isinstance(at, range) else list(at)
+        block = np.divide(block, norms, out=np.zeros_like(block), where=norms > 0)
+        part.cols[:, target] = block.T
+        part.seqs[target] = [r[0] for r in rows]
+        if self.projection is not None:
+            part.codes[:, target] = self.simhash(block).T
+
     def delete(self, kind: str, owner_id: str, vector_seq: int) -> int:
-        """Drop the owner's slot if it still holds the row ``vector_seq`` (a later row of the
-        same owner, already read, must stay)."""
-        key = (_KIND_CODE[kind], owner_id)
-        slot = self.slots.get(key)
-        if slot is None or int(self.seqs[slot]) != vector_seq:
+        """Drop the owner if its row is still the row ``vector_seq`` (a later row of the same
+        owner, already read, must stay)."""
+        code = _KIND_CODE[kind]
+        where = self.where[code].get(owner_id)
+        if where is None:
             return 0
-        self._free(key, slot)
+        part = self.parts[where >> _ROW_BITS]
+        if int(part.seqs[where & _ROW_MASK]) != vector_seq:
+            return 0
+        self._remove(code, owner_id, where)
         return 1
 
-    def simhash(self, block: Floats) -> np.ndarray[Any, np.dtype[np.uint64]]:
+    def _remove(self, code: int, owner_id: str, where: int) -> None:
+        """Move the partition's last vector into the owner's row (the partition stays dense)."""
+        part = self.parts[where >> _ROW_BITS]
+        row, last = where & _ROW_MASK, part.n - 1
+        del self.where[code][owner_id]
+        self._id_bytes -= sys.getsizeof(owner_id)
+        if row != last:
+            moved = part.ids[last]
+            part.cols[:, row] = part.cols[:, last]
+            part.seqs[row] = part.seqs[last]
+            part.codes[:, row] = part.codes[:, last]
+            part.ids[row] = moved
+            self.where[code][moved] = where
+        part.ids.pop()
+        part.n = last
+        if part.n < len(part.seqs) // 4 and len(part.seqs) > 4 * _INITIAL_ROWS:
+            part.capacity(2 * part.n)
+
+    def simhash(self, block: Floats) -> Words:
         """Sign bits of random projections, packed into ``bits // 64`` words per row."""
         assert self.projection is not None
         bits = np.packbits(block @ self.projection.T > 0, axis=1)
         return np.ascontiguousarray(bits).view(np.uint64)
 
-    def _space(self, namespace: str | None) -> int:
-        code = self.space_codes.get(namespace)
-        if code is None:
-            code = self.space_codes[namespace] = len(self.space_codes)
-        return code
-
-    def _take(self, keys: list[tuple[int, str]]) -> list[int]:
-        """Slots for new owners: freed ones first, then fresh ones at the end."""
-        reused = [self.free.pop() for _ in range(min(len(keys), len(self.free)))]
-        for slot, (_, owner_id) in zip(reused, keys, strict=False):
-            self.ids[slot] = owner_id
-        rest = keys[len(reused) :]
-        if self.used + len(rest) > len(self.kinds):
-            self._resize(slice(0, self.used), max(2 * len(self.kinds), self.used + len(rest)))
-        fresh = list(range(self.used, self.used + len(rest)))
-        self.used += len(rest)
-        self.ids.extend(owner_id for _, owner_id in rest)
-        slots = reused + fresh
-        self.slots.update(zip(keys, slots, strict=True))
-        self._id_bytes += sum(sys.getsizeof(owner_id) for _, owner_id in keys)
-        return slots
-
-    def _free(self, key: tuple[int, str], slot: int) -> None:
-        del self.slots[key]
-        self._id_bytes -= sys.getsizeof(self.ids[slot])
-        self.ids[slot] = ""
-        self.kinds[slot] = _DEAD
-        self.spaces[slot] = -1
-        self.free.append(slot)
-
-    def _resize(self, keep: Ints | slice, capacity: int) -> None:
-        """Move slots ``keep`` to the front of arrays of ``capacity`` slots. Slots past
-        ``used`` are never read, so the big arrays start uninitialised."""
-        n = len(self.kinds[keep])
-        matrix = np.empty((capacity, self.dim), dtype=np.float32)
-        matrix[:n] = self.matrix[keep]
-        self.matrix = matrix
-        for name, fill in (("kinds", _DEAD), ("spaces", -1), ("seqs", 0)):
-            old = getattr(self, name)
-            new = np.full(capacity, fill, dtype=old.dtype)
-            new[:n] = old[keep]
-            setattr(self, name, new)
-        codes = np.empty((self.codes.shape[0], capacity), dtype=np.uint64)
-        codes[:, :n] = self.codes[:, keep]
-        self.codes = codes
-
-    def compact_if_sparse(self) -> None:
-        """Move live slots to the front when over half the handed-out slots are free."""
-        if len(self.free) < max(_INITIAL_ROWS, self.used // 2):
-            return
-        keep = np.flatnonzero(self.kinds[: self.used] != _DEAD)
-        self._resize(keep, max(_INITIAL_ROWS, 2 * len(keep)))
-        self.ids = [self.ids[i] for i in keep.tolist()]
-        self.slots = {(int(self.kinds[i]), owner): i for i, owner in enumerate(self.ids)}
-        self.used, self.free = len(keep), []
-
     # --- reads (search) ---------------------------------------------------------------------
 
-    def candidates(
-        self, namespace: str, codes: list[int], allow: Collection[str] | None
-    ) -> Ints | None:
-        """The slots an ``allow`` list names (in kinds and namespace), or ``None`` for all."""
-        if allow is None:
-            return None
-        space = self.space_codes.get(namespace, -2)
-        found = [
-            slot
-            for owner_id in set(allow)
-            for code in codes
-            if (slot := self.slots.get((code, owner_id))) is not None and self.spaces[slot] == space
-        ]
-        return np.asarray(sorted(found), dtype=np.int64)
-
-    def top_k(
-        self, unit: Floats, k: int, namespace: str, codes: list[int], slots: Ints | None
-    ) -> list[VectorHit]:
-        """Top-k by dot product over ``slots`` (or every slot of the namespace and kinds),
-        ties broken by seq: exact, or prefiltered when configured and the scan is large."""
-        if slots is None:
-            space = self.space_codes.get(namespace)
-            if space is None or not self.used:
-                return []
-            mask = self.spaces[: self.used] == space
-            if len(codes) < len(OWNER_KINDS):
-                mask &= np.isin(self.kinds[: self.used], codes)
-            selected = int(np.count_nonzero(mask))
-            pre = self.prefilter
-            if pre and selected >= pre.min_rows and selected > pre.candidates:
-                slots = self._prefiltered(unit, mask, pre.candidates)
-            elif selected * 3 < self.used:
-                slots = np.flatnonzero(mask)  # gathering a few rows beats scanning them all
+    def plan(
+        self,
+        unit: Floats,
+        k: int,
+        namespace: str,
+        codes: list[int],
+        allow: Collection[str] | None,
+    ) -> _Plan:
+        """The partitions (and, with ``allow``, the rows) a search reads."""
+        parts: list[tuple[_Part, Ints | None, bool]] = []
+        floats = 0
+        pre = self.prefilter
+        for code in codes:
+            number = self.part_of.get((namespace, code))
+            if number is None or not self.parts[number].n:
+                continue
+            part = self.parts[number]
+            if allow is not None:
+                where = self.where[code]
+                found = sorted(
+                    loc & _ROW_MASK
+                    for owner in set(allow)
+                    if (loc := where.get(owner)) is not None and loc >> _ROW_BITS == number
+                )
+                if found:
+                    parts.append((part, np.asarray(found, dtype=np.int64), False))
+                    floats += len(found) * self.dim
+                continue
+            prefiltered = pre is not None and part.n >= pre.min_rows and part.n > pre.wanted(k)
+            parts.append((part, None, prefiltered))
+            if prefiltered:
+                assert pre is not None
+                floats += part.n * self.words * 2 + pre.wanted(k) * self.dim
             else:
-                scores = self.matrix[: self.used] @ unit
-                return self._best(scores, np.flatnonzero(mask), k)
-        if not len(slots):
-            return []
-        return self._best(self.matrix[slots] @ unit, slots, k, gathered=True)
+                dims = int(np.count_nonzero(unit))
+                sparse = part.n >= SPARSE_MIN_ROWS and dims * SPARSE_MAX_SHARE <= self.dim
+                # a pass per dimension reads the row, then reads and writes two temporaries
+                floats += part.n * (3 * dims if sparse else self.dim)
+        return _Plan(unit, k, parts, floats)
 
-    def _prefiltered(self, unit: Floats, mask: np.ndarray[Any, Any], wanted: int) -> Ints:
-        """The masked slots nearest to ``unit`` in Hamming distance of SimHash bits: at least
-        ``wanted`` of them (all those tied at the cut-off)."""
+    def top_k(self, plan: _Plan) -> list[VectorHit]:
+        """Top-k by dot product over the plan's rows, ties broken by seq: exact per
+        partition, or among the prefilter's candidates."""
+        k, unit = plan.k, plan.unit
+        found: list[tuple[Floats, Ints, _Part, Ints]] = []
+        for part, rows, prefiltered in plan.parts:
+            if prefiltered:
+                assert self.prefilter is not None
+                rows = self._nearest_codes(part, unit, self.prefilter.wanted(k))
+            if rows is None:  # the whole partition: no gather, no index array
+                scores = self._scan(part, unit)
+                if len(scores) > k:
+                    rows = np.argpartition(scores, len(scores) - k)[-k:]
+                    scores = scores[rows]
+                else:
+                    rows = np.arange(len(scores), dtype=np.int64)
+            else:
+                nz = np.flatnonzero(unit)
+                scores = unit[nz] @ part.cols[np.ix_(nz, rows)]
+                if len(scores) > k:
+                    best = np.argpartition(scores, len(scores) - k)[-k:]
+                    scores, rows = scores[best], rows[best]
+            found.append((scores, part.seqs[rows], part, rows))
+        if not found:
+            return []
+        scores = np.concatenate([f[0] for f in found])
+        seqs = np.concatenate([f[1] for f in found])
+        which = np.concatenate([np.full(len(f[0]), i) for i, f in enumerate(found)])
+        rows = np.concatenate([f[3] for f in found])
+        if len(scores) > k:
+            best = np.argpartition(scores, len(scores) - k)[-k:]
+            scores, seqs, which, rows = scores[best], seqs[best], which[best], rows[best]
+        order = np.lexsort((seqs, -scores))
+        return [
+            VectorHit(OWNER_KINDS[part.kind], part.ids[int(rows[i])], float(scores[i]))
+            for i in order.tolist()
+            for part in (found[int(which[i])][2],)
+        ]
+
+    @staticmethod
+    def _scan(part: _Part, unit: Floats) -> Floats:
+        """``unit`` dotted with every vector of ``part``: over the query's non-zero dimensions
+        only (exact: the others add zero), one contiguous row of the partition each; or one
+        matrix-vector product when the query is dense or the partition small."""
+        n = part.n
+        nz = np.flatnonzero(unit)
+        if n < SPARSE_MIN_ROWS or len(nz) * SPARSE_MAX_SHARE > len(unit) or not len(nz):
+            out: Floats = unit @ part.cols[:, :n]
+            return out
+        cols = part.cols
+        scores = np.multiply(cols[nz[0], :n], unit[nz[0]])
+        step = np.empty(n, dtype=np.float32)
+        for d in nz[1:].tolist():
+            np.multiply(cols[d, :n], unit[d], out=step)
+            scores += step
+        return scores
+
+    def _nearest_codes(self, part: _Part, unit: Floats, wanted: int) -> Ints:
+        """The rows of ``part`` nearest to ``unit`` in Hamming distance of SimHash bits: at
+        least ``wanted`` of them (all those tied at the cut-off)."""
         query = self.simhash(unit.reshape(1, -1))[0]
-        bits = self.codes.shape[0] * 64
-        distance = np.zeros(self.used, dtype=np.int16)
-        scratch = np.empty(self.used, dtype=np.uint64)
-        for word in range(self.codes.shape[0]):
-            np.bitwise_xor(self.codes[word, : self.used], query[word], out=scratch)
+        n = part.n
+        distance = np.zeros(n, dtype=np.uint16)
+        scratch = np.empty(n, dtype=np.uint64)
+        for word in range(self.words):
+            np.bitwise_xor(part.codes[word, :n], query[word], out=scratch)
             distance += np.bitwise_count(scratch)
-        distance[~mask] = bits + 1
-        cut = int(np.searchsorted(np.cumsum(np.bincount(distance, minlength=bits + 2)), wanted))
+        counts = np.bincount(distance, minlength=self.words * 64 + 1)
+        cut = int(np.searchsorted(np.cumsum(counts), wanted))
         return np.flatnonzero(distance <= cut)
 
-    def _best(
-        self, scores: Floats, slots: Ints, k: int, *, gathered: bool = False
-    ) -> list[VectorHit]:
-        # `scores` covers `slots` one to one when gathered, else every used slot.
-        own = scores if gathered else scores[slots]
-        if len(own) > k:
-            part = np.argpartition(-own, k - 1)[:k]
-            own, slots = own[part], slots[part]
-        order = np.lexsort((self.seqs[slots], -own))
-        return [
-            VectorHit(OWNER_KINDS[self.kinds[s]], self.ids[s], float(own[i]))
-            for i, s in ((int(i), int(slots[i])) for i in order)
-        ]
+
+_ROW_MASK = (1 << _ROW_BITS) - 1

@@ -44,6 +44,14 @@ LIMIT :limit;
 -- Forget logged deletions up to seq :upto. An index that had not read them yet reloads.
 DELETE FROM vector_deletions WHERE seq <= :upto;
 
+-- name: vector_counts
+-- Rows of one model version per (namespace, owner kind), from the covering index alone (no
+-- dim check: that would read every row): the numpy index sizes its partitions with it
+-- before a full load.
+SELECT namespace, owner_kind, count(*) FROM vectors
+WHERE model_id = :model AND model_version = :version
+GROUP BY namespace, owner_kind;
+
 -- name: vector_count
 SELECT count(*) FROM vectors WHERE model_id = :model AND model_version = :version AND dim = :dim;
 
