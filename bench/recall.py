@@ -463,7 +463,7 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--quick", action="store_true", help="10k and 100k claims; < 60 s")
     parser.add_argument("--sizes", help="comma-separated claim counts (overrides the defaults)")
-    parser.add_argument("--queries", type=int, help="queries per round (default 200, quick 100)")
+    parser.add_argument("--queries", type=int, help="queries per round (default 200, quick 80)")
     parser.add_argument("--repeat", type=int, default=3, help="rounds; figures are medians")
     parser.add_argument("--seed", type=int, default=1, help="data seed")
     parser.add_argument(
@@ -476,8 +476,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--vec-all-max",
         type=int,
-        default=20_000,
-        help="up to this many claims sqlite-vec answers every query of a round",
+        help="up to this many claims sqlite-vec answers every query of a round (20000; quick 0)",
     )
     parser.add_argument(
         "--vec-queries", type=int, default=10, help="sqlite-vec queries per round above that"
@@ -489,7 +488,9 @@ def parse_args() -> argparse.Namespace:
             ","
         )
     ]
-    args.queries = args.queries or (100 if args.quick else 200)
+    args.queries = args.queries or (80 if args.quick else 200)
+    if args.vec_all_max is None:
+        args.vec_all_max = 0 if args.quick else 20_000
     if min(args.sizes) < 100 or args.queries < 5 or args.repeat < 1:
         parser.error("sizes must be >= 100, queries >= 5, repeat >= 1")
     return args

@@ -618,8 +618,11 @@ async def test_sparse_queries_scan_only_their_dimensions_exactly(
     store: Store, backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Hashed-feature vectors are mostly zeros: the numpy scan then reads only the query's
-    non-zero dimensions. Same top-k and scores as brute force, and as the dense product."""
+    non-zero dimensions, a block of rows at a time, and a large scan is split in two threads.
+    Same top-k and scores as brute force, and as the dense product."""
     monkeypatch.setattr(vector_index, "SPARSE_MIN_ROWS", 100)
+    monkeypatch.setattr(vector_index, "_BLOCK_ROWS", 700)  # several blocks, a ragged last one
+    monkeypatch.setattr(vector_index, "SPLIT_MIN_FLOATS", 1)  # every scan in two halves
     rng = np.random.default_rng(25)
 
     def sparse(n: int, nnz: int) -> np.ndarray[Any, Any]:

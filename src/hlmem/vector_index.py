@@ -80,6 +80,9 @@ _INITIAL_ROWS = 16
 SPARSE_MAX_SHARE = 3
 #: ... and a partition of fewer vectors than this always is (a pass per dimension has a cost)
 SPARSE_MIN_ROWS = 4096
+#: scans of more float32 values than this are split in two, on two threads
+SPLIT_MIN_FLOATS = 30_000_000
+_BLOCK_ROWS = 32_768  # rows summed at a time: two blocks of float32 sums stay in L2 cache
 _ROW_BITS = 32  # a location is part << _ROW_BITS | row
 
 
@@ -393,10 +396,25 @@ class VectorIndex:
             if self.backend == "numpy":
                 rows = self._rows
                 plan = rows.plan(unit, k, namespace, codes, allow)
+                if plan.floats >= SPLIT_MIN_FLOATS:
+                    return await self._split(rows, plan)
                 if plan.floats >= THREAD_MIN_FLOATS:
                     return await anyio.to_thread.run_sync(rows.top_k, plan)
                 return rows.top_k(plan)
         return await self._search_sql(store, unit, k, namespace, kinds, allow)
+
+    @staticmethod
+    async def _split(rows: _Rows, plan: _Plan) -> list[VectorHit]:
+        """A large scan in two halves on two worker threads at once."""
+        shards: list[list[_Found]] = [[], []]
+
+        async def scan(i: int) -> None:
+            shards[i] = await anyio.to_thread.run_sync(rows.shard, plan, i, 2)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(scan, 0)
+            tg.start_soon(scan, 1)
+        return rows.best(plan, shards)
 
     async def _search_sql(
         self,
@@ -468,6 +486,9 @@ class _Part:
 
     def nbytes(self) -> int:
         return self.cols.nbytes + self.seqs.nbytes + self.codes.nbytes
+
+
+_Found = tuple[Floats, Ints, _Part, Ints]  # scores, seqs, partition, rows: a shard's best
 
 
 @dataclass(frozen=True, slots=True)
@@ -659,28 +680,46 @@ class _Rows:
     def top_k(self, plan: _Plan) -> list[VectorHit]:
         """Top-k by dot product over the plan's rows, ties broken by seq: exact per
         partition, or among the prefilter's candidates."""
+        return self.best(plan, [self.shard(plan, 0, 1)])
+
+    def shard(self, plan: _Plan, shard: int, shards: int) -> list[_Found]:
+        """The best ``k`` of each partition's ``shard``-th of ``shards`` row ranges (gathered
+        rows, allowed or prefiltered, all go to shard 0): shards can be scanned at once, on
+        as many threads (numpy releases the GIL while it computes)."""
         k, unit = plan.k, plan.unit
-        found: list[tuple[Floats, Ints, _Part, Ints]] = []
+        found: list[_Found] = []
         for part, rows, prefiltered in plan.parts:
-            if prefiltered:
-                assert self.prefilter is not None
-                rows = self._nearest_codes(part, unit, self.prefilter.wanted(k))
-            if rows is None:  # the whole partition: no gather, no index array
-                scores = self._scan(part, unit)
+            if rows is None and not prefiltered:  # a row range: no gather, no index array
+                start, stop = part.n * shard // shards, part.n * (shard + 1) // shards
+                scores = self._scan(part, unit, start, stop)
                 if len(scores) > k:
                     rows = np.argpartition(scores, len(scores) - k)[-k:]
                     scores = scores[rows]
                 else:
                     rows = np.arange(len(scores), dtype=np.int64)
+                rows = rows + start
+            elif shard:
+                continue
             else:
+                if prefiltered:
+                    assert self.prefilter is not None
+                    rows = self._nearest_codes(part, unit, self.prefilter.wanted(k))
+                assert rows is not None
                 nz = np.flatnonzero(unit)
                 scores = unit[nz] @ part.cols[np.ix_(nz, rows)]
                 if len(scores) > k:
                     best = np.argpartition(scores, len(scores) - k)[-k:]
                     scores, rows = scores[best], rows[best]
             found.append((scores, part.seqs[rows], part, rows))
+        return found
+
+    @staticmethod
+    def best(plan: _Plan, shards: list[list[_Found]]) -> list[VectorHit]:
+        """The plan's top k of the shards' candidates, ties broken by seq."""
+        found = [f for shard in shards for f in shard]
         if not found:
             return []
+        k = plan.k
         scores = np.concatenate([f[0] for f in found])
         seqs = np.concatenate([f[1] for f in found])
         which = np.concatenate([np.full(len(f[0]), i) for i, f in enumerate(found)])
@@ -696,21 +735,26 @@ class _Rows:
         ]
 
     @staticmethod
-    def _scan(part: _Part, unit: Floats) -> Floats:
-        """``unit`` dotted with every vector of ``part``: over the query's non-zero dimensions
-        only (exact: the others add zero), one contiguous row of the partition each; or one
-        matrix-vector product when the query is dense or the partition small."""
-        n = part.n
+    def _scan(part: _Part, unit: Floats, start: int, stop: int) -> Floats:
+        """``unit`` dotted with the vectors ``start:stop`` of ``part``: over the query's
+        non-zero dimensions only (exact: the others add zero), one contiguous row of the
+        partition each, a block of rows at a time so that the sums stay in the CPU's cache; or
+        one matrix-vector product when the query is dense or the range small."""
         nz = np.flatnonzero(unit)
-        if n < SPARSE_MIN_ROWS or len(nz) * SPARSE_MAX_SHARE > len(unit) or not len(nz):
-            out: Floats = unit @ part.cols[:, :n]
+        if stop - start < SPARSE_MIN_ROWS or len(nz) * SPARSE_MAX_SHARE > len(unit) or not len(nz):
+            out: Floats = unit @ part.cols[:, start:stop]
             return out
         cols = part.cols
-        scores = np.multiply(cols[nz[0], :n], unit[nz[0]])
-        step = np.empty(n, dtype=np.float32)
-        for d in nz[1:].tolist():
-            np.multiply(cols[d, :n], unit[d], out=step)
-            scores += step
+        dims, weights = nz.tolist(), unit[nz].tolist()
+        scores = np.empty(stop - start, dtype=np.float32)
+        step = np.empty(min(_BLOCK_ROWS, stop - start), dtype=np.float32)
+        for a in range(start, stop, _BLOCK_ROWS):
+            b = min(stop, a + _BLOCK_ROWS)
+            acc, tmp = scores[a - start : b - start], step[: b - a]
+            np.multiply(cols[dims[0], a:b], weights[0], out=acc)
+            for d, w in zip(dims[1:], weights[1:], strict=True):
+                np.multiply(cols[d, a:b], w, out=tmp)
+                acc += tmp
         return scores
 
     def _nearest_codes(self, part: _Part, unit: Floats, wanted: int) -> Ints:
