@@ -4,7 +4,7 @@
 Plain script over real hlmem files::
 
     .venv/bin/python bench/recall.py --quick            # 10k and 100k claims, < 60 s once built
-    .venv/bin/python bench/recall.py                    # 10k, 100k and 1M claims, ~10 min
+    .venv/bin/python bench/recall.py                    # 10k, 100k and 1M claims, ~9 min
     .venv/bin/python bench/recall.py --sizes 300000 --queries 100 --repeat 5
     .venv/bin/python bench/recall.py --workdir /var/tmp/hlmem-bench   # where the files live
 
@@ -14,12 +14,12 @@ Stdout: a table, then ONE JSON object with every figure on the last line. Progre
 two years (preferences, home and work, plans with dates, deployments with versions and hosts,
 service owners, deadlines, tickets, facts about ~5,000 people), 70 % of it in the namespace
 ``default`` that every query searches, the rest in ``team`` and 200 small namespaces; about
-1.4 turns per claim (dedup merges repeats into evidence; a quarter of the turns state nothing,
+1.4-1.8 turns per claim (dedup merges repeats into evidence; a quarter of the turns state nothing,
 some are untrusted tool output or web pages); single-valued slots superseded as they change.
 Each file is built once per (size, seed, generator, embedder, schema) and cached in
 ``--workdir`` (default ``$TMPDIR/hlmem-bench-recall``); ``recall_data.build_store`` says what
 it writes, how, and which pipeline steps it bypasses (none of which recall reads). Building
-takes about 10 s (10k), 2.5 min (100k) and 20 min (1M, 4.5 GB) on the 2-vCPU machine; later
+takes about 13 s (10k), 1.5 min (100k) and 21 min (1M, 8.6 GB) on the 2-vCPU machine; later
 runs reuse the files, after undoing what earlier runs' recalls wrote into them (activation).
 
 **Queries**: a fixed mix, zh and en: questions about the speaker ("我现在喜欢喝什么？", "Which

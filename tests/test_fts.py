@@ -297,8 +297,8 @@ async def test_a_store_smaller_than_rank_rows_is_ranked_exactly(store: Store) ->
 async def test_common_terms_only_fill_after_the_rare_ones(store: Store) -> None:
     """A term with more rows than ``rank_rows`` is not ranked: the rarer terms' items come
     first (ranked), then the newest items with the common term, unranked (score 0)."""
-    common = [("event", f"e{i}", "default", f"部署 日志 第{i}条") for i in range(30)]
-    rare = [("claim", "c-rare", "default", "部署 billing-api 到 db-prod-2")]
+    common: list[FtsItem] = [("event", f"e{i}", "default", f"部署 日志 第{i}条") for i in range(30)]
+    rare: list[FtsItem] = [("claim", "c-rare", "default", "部署 billing-api 到 db-prod-2")]
     await index(store, [*common[:15], *rare, *common[15:]])
     hits = await fts_search(store, "default", "部署 billing-api", limit=5, rank_rows=10)
     assert hits[0].item_id == "c-rare" and hits[0].score > 0

@@ -281,7 +281,7 @@ def test_fold_of_the_first_k_equals_folding_everything() -> None:
         for event_id in rng.sample(events, rng.randint(0, 15)):
             scored.append((rng.random(), True, event_id, ("event",)))
         for i in range(rng.randint(0, 45)):
-            row = [None] * 9
+            row: list[Any] = [None] * 9
             row[2] = rng.choice(["user", "User", " user", "Alice"])
             row[3] = rng.choice(["likes", "note"])
             row[4] = rng.choice(["tea", "Tea", "coffee", "db-prod-2 "])

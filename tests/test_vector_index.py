@@ -565,7 +565,8 @@ async def test_auto_backend_follows_the_memory_budget(db_path: Path) -> None:
         await put(s, [("claim", f"n{i}", "ns", v) for i, v in enumerate(unit(rng, 200))])
         want = ids(await exact.search(s, q, 10, namespace="ns"))
         assert ids(await fits.search(s, q, 10, namespace="ns")) == want
-        assert fits.backend == "sqlite-vec" and fits.memory_bytes() == 0  # outgrew the budget
+        grown: str = fits.backend
+        assert grown == "sqlite-vec" and fits.memory_bytes() == 0  # outgrew the budget
     finally:
         await s.close()
 

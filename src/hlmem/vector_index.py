@@ -24,9 +24,9 @@ version are never compared. Backends:
 
 Both are exact. A numpy index may also take a :class:`Prefilter` (off unless asked for):
 SimHash bits choose candidates and float32 re-scores them. On the local embedder's vectors,
-whose cosines are low and close together, it keeps only 0.79-0.90 of the exact top 100 at
-67k rows (1,000-4,000 candidates), while the sparse exact scan already reads ~5 % of the
-matrix: recall does not use it.
+whose cosines are low and close together, it kept only 0.79-0.90 of the exact top 100 ids
+at 67k rows (1,000-4,000 candidates), while the sparse exact scan reads 5-13 % of the matrix:
+recall does not use it.
 
 The index owns no connection and writes nothing: it reads through the store's named queries
 (``sql/queries_vectors.sql``). Scans of more than a few million floats run in a worker thread.
