@@ -54,6 +54,11 @@ def parse_iso(text: str) -> datetime:
     return dt.astimezone(UTC)
 
 
+def parse_iso_opt(text: str | None) -> datetime | None:
+    """:func:`parse_iso` of a nullable column: ``None`` (or empty) stays ``None``."""
+    return parse_iso(text) if text else None
+
+
 def wall() -> float:
     """Wall-clock seconds for job leases and retry times, comparable across processes."""
     return time.time()

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from hlmem.clock import parse_iso
+from hlmem.clock import parse_iso, parse_iso_opt
 from hlmem.errors import InputError
 from hlmem.messages import Claim, EvidenceSpan
 from hlmem.redaction import redact
@@ -131,10 +131,6 @@ class ClaimExplanation(_Model):
     calls: tuple[LedgerCall, ...]
 
 
-def _t(text: str | None) -> datetime | None:
-    return parse_iso(text) if text else None
-
-
 async def explain_claim(store: Store, claim_id: str) -> ClaimExplanation:
     """Everything known about one claim (module docstring).
 
@@ -174,7 +170,7 @@ async def explain_claim(store: Store, claim_id: str) -> ClaimExplanation:
         window_id=r[23],
         activation=r[18],
         access_count=r[19],
-        last_accessed_at=_t(r[20]),
+        last_accessed_at=parse_iso_opt(r[20]),
         utility=r[21],
         evidence=tuple(
             ExplainEvidence(
@@ -231,10 +227,10 @@ async def _briefs(store: Store, ids: list[str]) -> dict[str, ClaimBrief]:
             status=b[4],
             polarity=b[5],
             qualifiers=tuple(json.loads(b[6])),
-            valid_from=_t(b[7]),
-            valid_to=_t(b[8]),
+            valid_from=parse_iso_opt(b[7]),
+            valid_to=parse_iso_opt(b[8]),
             recorded_at=parse_iso(b[9]),
-            retracted_at=_t(b[10]),
+            retracted_at=parse_iso_opt(b[10]),
         )
         for b in rows
     }

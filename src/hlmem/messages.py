@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
-from hlmem.clock import parse_iso
+from hlmem.clock import parse_iso, parse_iso_opt
 
 ID_MAX_CHARS = 200
 
@@ -427,20 +427,16 @@ class Claim(_Frozen):
             language=r[7],
             importance=r[8],
             confidence=r[9],
-            valid_from=_when(r[10]),
-            valid_to=_when(r[11]),
+            valid_from=parse_iso_opt(r[10]),
+            valid_to=parse_iso_opt(r[11]),
             recorded_at=parse_iso(r[12]),
             polarity=r[13],
             qualifiers=tuple(json.loads(r[14])),
             scope=r[15],
-            retracted_at=_when(r[16]),
+            retracted_at=parse_iso_opt(r[16]),
             superseded_by=r[17],
             evidence=tuple(evidence),
         )
-
-
-def _when(text: str | None) -> datetime | None:
-    return parse_iso(text) if text else None
 
 
 # --- recall ---------------------------------------------------------------------------------

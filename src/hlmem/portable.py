@@ -63,7 +63,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from hlmem.clock import parse_iso
+from hlmem.clock import parse_iso, parse_iso_opt
 from hlmem.config import Config, EmbedderConfig
 from hlmem.embedding import MODEL_ID, model_version
 from hlmem.errors import InputError
@@ -321,10 +321,6 @@ def _hlmem_version() -> str:
 # --- export -------------------------------------------------------------------------------------
 
 
-def _when(text: str | None) -> datetime | None:
-    return parse_iso(text) if text else None
-
-
 def _pages(conn: Any, name: str, params: dict[str, Any]) -> Iterator[Any]:
     """Every row of a paged export query (first column: the page key, a rowid)."""
     after: Any = 0
@@ -391,21 +387,21 @@ def _claim_page(conn: Any, page: list[Any]) -> Iterator[ClaimRecord]:
             slot_key=r[14],
             value_key=r[15],
             status=r[16],
-            valid_from=_when(r[17]),
-            valid_to=_when(r[18]),
+            valid_from=parse_iso_opt(r[17]),
+            valid_to=parse_iso_opt(r[18]),
             recorded_at=parse_iso(r[19]),
-            retracted_at=_when(r[20]),
+            retracted_at=parse_iso_opt(r[20]),
             superseded_by=r[21],
             activation=r[22],
             access_count=r[23],
-            last_accessed_at=_when(r[24]),
+            last_accessed_at=parse_iso_opt(r[24]),
             utility=r[25],
             extractor=r[26],
             window_id=r[27],
             source=r[28],
-            created_at=_when(r[29]),
-            activation_at=_when(r[30]),
-            archived_at=_when(r[31]),
+            created_at=parse_iso_opt(r[29]),
+            activation_at=parse_iso_opt(r[30]),
+            archived_at=parse_iso_opt(r[31]),
             archive_reason=r[32],
             evidence=tuple(spans.get(r[1], ())),
             entities=tuple(ents.get(r[1], ())),

@@ -33,7 +33,7 @@ import anyio
 from hlmem import lifecycle, segment
 from hlmem import query as query_mod
 from hlmem.admission import SourcePolicy, redact, untrusted_rule
-from hlmem.clock import iso, parse_iso
+from hlmem.clock import iso, parse_iso, parse_iso_opt
 from hlmem.config import Config
 from hlmem.embedding import LocalEmbedder
 from hlmem.fts import fts_search_terms
@@ -374,8 +374,8 @@ class Recaller:
             value=redacted(r[4]),
             qualifiers=tuple(json.loads(r[7])),
             polarity=r[8],
-            valid_from=parse_iso(r[11]) if r[11] else None,
-            valid_to=parse_iso(r[12]) if r[12] else None,
+            valid_from=parse_iso_opt(r[11]),
+            valid_to=parse_iso_opt(r[12]),
             recorded_at=parse_iso(r[13]),
             evidence=tuple(
                 RecallEvidence(
