@@ -2,6 +2,9 @@
 
 Results go to stdout (``--json`` for machines), logs to stderr. Exit codes: 0 ok, 1 failure,
 2 usage. Every option can also be set as ``HLMEM_<NAME>``; ``--help`` names the variable.
+The lifecycle commands (forget, correct, explain, maintain, export, import, backup, restore)
+live in :mod:`hlmem.cli_lifecycle`; this module owns the parser, the entry point and the
+helpers every command uses.
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ import json
 import logging
 import sys
 import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,10 +24,9 @@ import anyio
 
 from hlmem.config import Config, env_default, load_config
 from hlmem.errors import HlmemError
-from hlmem.forget import ForgetResult
-from hlmem.memory import PipelineMode
+from hlmem.memory import Memory
 from hlmem.memory import open as open_memory
-from hlmem.messages import Claim, MaintenanceReport
+from hlmem.messages import Claim
 from hlmem.pipeline import wait_for_stop_signal
 from hlmem.store import Store
 
@@ -47,6 +50,23 @@ def _need_db(args: argparse.Namespace) -> Path:
     if not args.db:
         raise HlmemError("no database: pass --db FILE or set HLMEM_DB")
     return Path(args.db)
+
+
+@asynccontextmanager
+async def _memory(
+    args: argparse.Namespace, cfg: Config, *, drain: bool = False, flush: bool = False
+) -> AsyncIterator[Memory]:
+    """The memory at ``--db``. Its pipeline is left to a worker, unless ``drain``: then it runs
+    here and is drained after the block (open windows closed first with ``flush``), so the
+    command returns once what it wrote has been processed."""
+    async with open_memory(
+        _need_db(args), config=cfg, pipeline="inline" if drain else "external"
+    ) as mem:
+        yield mem
+        if drain:
+            if flush:
+                await mem.flush()
+            await mem.drain()
 
 
 # --- commands ---------------------------------------------------------------------------------
@@ -81,13 +101,9 @@ async def cmd_ingest(args: argparse.Namespace, cfg: Config) -> int:
 
     path = Path(args.file)
     total = await anyio.to_thread.run_sync(_count_lines, path)
-    mode: PipelineMode = "inline" if args.drain else "external"
-    async with open_memory(_need_db(args), config=cfg, pipeline=mode) as mem:
+    async with _memory(args, cfg, drain=args.drain, flush=True) as mem:
         with tqdm(total=total, unit="line", disable=args.json or not sys.stderr.isatty()) as bar:
             summary = await ingest_jsonl(mem, path, progress=bar.update)
-        if args.drain:
-            await mem.flush()
-            await mem.drain()
     for err in summary.errors:
         print(err, file=sys.stderr)
     _out(
@@ -112,7 +128,7 @@ async def cmd_worker(args: argparse.Namespace, cfg: Config) -> int:
 
 
 async def cmd_jobs(args: argparse.Namespace, cfg: Config) -> int:
-    async with open_memory(_need_db(args), config=cfg, pipeline="external") as mem:
+    async with _memory(args, cfg) as mem:
         if args.jobs_cmd == "list":
             rows = await mem.list_jobs(status=args.status, kind=args.kind, limit=args.limit)
             text = "\n".join(
@@ -138,14 +154,14 @@ def _stats_line(s: dict[str, Any]) -> str:
 
 
 async def cmd_stats(args: argparse.Namespace, cfg: Config) -> int:
-    async with open_memory(_need_db(args), config=cfg, pipeline="external") as mem:
+    async with _memory(args, cfg) as mem:
         stats = (await mem.stats()).model_dump()
     _out(args, stats, _stats_line(stats))
     return 0
 
 
 async def cmd_recall(args: argparse.Namespace, cfg: Config) -> int:
-    async with open_memory(_need_db(args), config=cfg, pipeline="external") as mem:
+    async with _memory(args, cfg) as mem:
         result = await mem.recall(
             args.query,
             namespace=args.namespace,
@@ -185,8 +201,7 @@ def _when(text: str | None) -> datetime | None:
 
 
 async def cmd_remember(args: argparse.Namespace, cfg: Config) -> int:
-    mode: PipelineMode = "inline" if args.drain else "external"
-    async with open_memory(_need_db(args), config=cfg, pipeline=mode) as mem:
+    async with _memory(args, cfg, drain=args.drain) as mem:
         event_id = await mem.remember(
             args.subject,
             args.predicate,
@@ -200,8 +215,6 @@ async def cmd_remember(args: argparse.Namespace, cfg: Config) -> int:
             valid_to=_when(args.valid_to),
             importance=args.importance,
         )
-        if args.drain:
-            await mem.drain()
     _out(args, {"event_id": event_id}, f"remembered (event {event_id})")
     return 0
 
@@ -218,7 +231,7 @@ def _claim_line(c: Claim) -> str:
 
 
 async def cmd_claims(args: argparse.Namespace, cfg: Config) -> int:
-    async with open_memory(_need_db(args), config=cfg, pipeline="external") as mem:
+    async with _memory(args, cfg) as mem:
         found = await mem.claims(
             namespace=args.namespace,
             subject=args.subject,
@@ -236,31 +249,6 @@ async def cmd_claims(args: argparse.Namespace, cfg: Config) -> int:
     return 0
 
 
-def _maintenance_text(r: MaintenanceReport) -> str:
-    return "\n".join(
-        [
-            f"maintenance pass: {r.ticks} tick(s)",
-            f"  ttl:       {r.ttl.expired} expired (vectors dropped: {r.ttl.vectors_dropped})",
-            f"  decay:     {r.decay.decayed} of {r.decay.scanned} active claims decayed",
-            f"  archive:   {r.archive.archived} archived "
-            f"(vectors dropped: {r.archive.vectors_dropped})",
-            f"  dedup:     {r.dedup.merged} merged of {r.dedup.scanned} compared",
-            f"  reindex:   {r.reindex.rewritten} full-text rows rewritten of "
-            f"{r.reindex.scanned}; observations archived {r.reindex.observations_archived}, "
-            f"waiting {r.reindex.observations_waiting}",
-            f"  hygiene:   {r.hygiene.jobs_purged} done jobs purged, "
-            f"{r.hygiene.vector_log_pruned} vector deletions pruned",
-        ]
-    )
-
-
-async def cmd_maintain(args: argparse.Namespace, cfg: Config) -> int:
-    async with open_memory(_need_db(args), config=cfg, pipeline="external") as mem:
-        report = await mem.maintain()
-    _out(args, report.model_dump(mode="json"), _maintenance_text(report))
-    return 0
-
-
 async def cmd_ops(args: argparse.Namespace, cfg: Config) -> int:
     from hlmem.ops import ops_report, parse_since, render
 
@@ -271,115 +259,6 @@ async def cmd_ops(args: argparse.Namespace, cfg: Config) -> int:
     finally:
         await store.close()
     _out(args, report.model_dump(mode="json"), render(report))
-    return 0
-
-
-def _forget_text(r: ForgetResult) -> str:
-    if r.already_forgotten:
-        return "already forgotten: nothing left to forget"
-    if not (r.claim_ids or r.event_ids):
-        return "nothing to forget"
-    verb = "would forget" if r.dry_run else "forgot"
-    lines = [
-        f"{verb} {len(r.claim_ids)} claim(s) and {len(r.event_ids)} event(s): {r.vectors} "
-        f"vector(s), {r.fts_rows} full-text row(s), {r.evidence_links} evidence link(s); "
-        f"{r.tombstones} tombstone(s)" + (" (dry run: nothing changed)" if r.dry_run else "")
-    ]
-    lines += [f"  claim {c}" for c in r.claim_ids] + [f"  event {e}" for e in r.event_ids]
-    lines += [f"  kept event {e} (still needed)" for e in r.kept_event_ids]
-    lines += [f"  believed again: claim {c}" for c in r.reinstated_claim_ids]
-    return "\n".join(lines)
-
-
-async def cmd_forget(args: argparse.Namespace, cfg: Config) -> int:
-    async with open_memory(_need_db(args), config=cfg, pipeline="external") as mem:
-        result = await mem.forget(
-            claim_id=args.claim,
-            event_id=args.event,
-            session_id=args.session,
-            query=args.query,
-            namespace=args.namespace,
-            dry_run=args.dry_run,
-        )
-    _out(args, result.model_dump(mode="json"), _forget_text(result))
-    return 0
-
-
-async def cmd_correct(args: argparse.Namespace, cfg: Config) -> int:
-    mode: PipelineMode = "inline" if args.drain else "external"
-    async with open_memory(_need_db(args), config=cfg, pipeline=mode) as mem:
-        done = await mem.correct(args.claim_id, args.text)
-        if args.drain:
-            await mem.drain()
-    when = "now replaces" if args.drain else "will replace (once the pipeline has placed it)"
-    _out(
-        args,
-        done.model_dump(mode="json"),
-        f"correction recorded (event {done.event_id}): {done.predicate} = {done.value}; claim "
-        f"{done.claim_id} {when} claim {done.corrects}",
-    )
-    return 0
-
-
-async def cmd_explain(args: argparse.Namespace, cfg: Config) -> int:
-    from hlmem.explain import render
-
-    async with open_memory(_need_db(args), config=cfg, pipeline="external") as mem:
-        explanation = await mem.explain(args.id)
-    _out(args, explanation.model_dump(mode="json"), render(explanation))
-    return 0
-
-
-async def cmd_export(args: argparse.Namespace, cfg: Config) -> int:
-    async with open_memory(_need_db(args), config=cfg, pipeline="external") as mem:
-        done = await mem.export(args.file, namespace=args.namespace, vectors=not args.no_vectors)
-    counts = ", ".join(f"{n} {kind}" for kind, n in done.counts.items() if n)
-    _out(args, done.model_dump(mode="json"), f"exported to {done.path}: {counts or 'nothing'}")
-    return 0
-
-
-async def cmd_import(args: argparse.Namespace, cfg: Config) -> int:
-    mode: PipelineMode = "inline" if args.drain else "external"
-    async with open_memory(_need_db(args), config=cfg, pipeline=mode) as mem:
-        done = await mem.import_file(args.file)
-        if args.drain:
-            await mem.drain()
-    lines = [f"imported {done.path}:"] + [
-        f"  {kind:<12} imported {c.imported}, duplicate {c.duplicate}, merged {c.merged}, "
-        f"refused {c.refused}"
-        for kind, c in done.counts.items()
-    ]
-    if done.reembedding:
-        lines.append("  claims are re-embedded with the configured model by the pipeline")
-    _out(args, done.model_dump(mode="json"), "\n".join(lines))
-    return 0
-
-
-async def cmd_backup(args: argparse.Namespace, cfg: Config) -> int:
-    from hlmem.backup import backup
-
-    done = await backup(_need_db(args), Path(args.file), cfg=cfg.store)
-    _out(
-        args,
-        done.model_dump(mode="json"),
-        f"backed up to {done.path}: {done.bytes} bytes, {done.events} events, "
-        f"{done.claims} claims, tombstones up to #{done.tombstone_max_id}",
-    )
-    return 0
-
-
-async def cmd_restore(args: argparse.Namespace, cfg: Config) -> int:
-    from hlmem.backup import restore
-    from hlmem.clock import SystemClock
-
-    done = await restore(_need_db(args), Path(args.file), cfg=cfg, now=SystemClock().now())
-    _out(
-        args,
-        done.model_dump(mode="json"),
-        f"restored {done.path} from {done.backup}; re-applied {done.tombstones_reapplied} of "
-        f"{done.tombstones_before} tombstone(s): {len(done.claims_forgotten)} claim(s) and "
-        f"{len(done.events_forgotten)} event(s) stay forgotten",
-    )
     return 0
 
 
@@ -462,9 +341,12 @@ async def cmd_sim_provider(args: argparse.Namespace, cfg: Config) -> int:
     return 0
 
 
-def _add_sim_provider(sub: argparse.ArgumentParser) -> None:
+def _typed_opts(sub: argparse.ArgumentParser, prefix: str) -> Callable[..., None]:
+    """``opt(flag, type, default, help_text, **kw)``: add ``flag`` to ``sub``, its default
+    overridden by ``HLMEM_<prefix><FLAG>`` when that is set."""
+
     def opt(flag: str, kind: type, default: object, help_text: str, **kw: Any) -> None:
-        env = "SIM_" + flag.lstrip("-").replace("-", "_").upper()
+        env = prefix + flag.lstrip("-").replace("-", "_").upper()
         value = env_default(env)
         sub.add_argument(
             flag,
@@ -474,6 +356,11 @@ def _add_sim_provider(sub: argparse.ArgumentParser) -> None:
             **kw,
         )
 
+    return opt
+
+
+def _add_sim_provider(sub: argparse.ArgumentParser) -> None:
+    opt = _typed_opts(sub, "SIM_")
     opt("--host", str, "127.0.0.1", "address to bind")
     opt("--port", int, 8089, "port to bind (0: any free port)")
     opt("--latency-ms", float, 0.0, "latency added to every admitted request")
@@ -526,17 +413,7 @@ async def cmd_loadtest(args: argparse.Namespace, cfg: Config) -> int:
 
 
 def _add_loadtest(sub: argparse.ArgumentParser) -> None:
-    def opt(flag: str, kind: type, default: object, help_text: str, **kw: Any) -> None:
-        env = "LOADTEST_" + flag.lstrip("-").replace("-", "_").upper()
-        value = env_default(env)
-        sub.add_argument(
-            flag,
-            type=kind,
-            default=default if value is None else value,
-            help=f"{help_text} [env HLMEM_{env}]",
-            **kw,
-        )
-
+    opt = _typed_opts(sub, "LOADTEST_")
     opt("--sessions", int, 20, "agent sessions (conversations)")
     opt("--events-per-session", int, 20, "events each session sends")
     opt("--rate", float, None, "events/s offered over all sessions (None: as fast as acked)")
@@ -564,6 +441,9 @@ def _add_loadtest(sub: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # Imported here, not at the top: hlmem.cli_lifecycle uses this module's helpers.
+    from hlmem.cli_lifecycle import add_lifecycle_commands
+
     fmt = argparse.ArgumentDefaultsHelpFormatter
     parser = argparse.ArgumentParser(
         prog="hlmem",
@@ -672,34 +552,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--as-of", help="what was believed at this ISO 8601 time (recorded time)")
     p.add_argument("--valid-at", help="what was true at this ISO 8601 time (valid time)")
     p.add_argument("--limit", type=int, default=100, help="most claims shown")
-    p = command(
-        "forget", cmd_forget, "forget claims and their events for good (tombstones stop replays)"
-    )
-    which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument("--claim", help="this claim")
-    which.add_argument("--event", help="this event and every claim resting on it")
-    which.add_argument("--session", help="every event of this session and their claims")
-    which.add_argument("--query", help="the claims recall finds best for this query")
-    p.add_argument(
-        "--namespace", default=None, help="namespace (default: ingest.default_namespace)"
-    )
-    p.add_argument("--dry-run", action="store_true", help="show what would go; change nothing")
-    p = command("correct", cmd_correct, "correct a claim with the user's value or words")
-    p.add_argument("claim_id", help="the active claim to correct")
-    p.add_argument("text", help='the new value ("北京") or the user\'s words ("其实我住在北京")')
-    p.add_argument(
-        "--drain", action="store_true", help="run the pipeline here until the correction is placed"
-    )
-    p = command("explain", cmd_explain, "explain where a memory came from and what changed it")
-    explain = p.add_subparsers(dest="explain_cmd", required=True, metavar="WHAT")
-    ec = explain.add_parser(
-        "claim",
-        help="a claim: clocks, evidence and sources, admission, merges, supersessions both "
-        "ways, model calls",
-        formatter_class=fmt,
-    )
-    ec.add_argument("id", help="the claim id")
-    ec.add_argument("--json", action="store_true", help="machine-readable output")
     p = command("ops", cmd_ops, "operations: model-call costs, latency and queue health")
     ops = p.add_subparsers(dest="ops_cmd", required=True, metavar="ACTION")
     orep = ops.add_parser(
@@ -710,26 +562,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     orep.add_argument("--since", default="24h", help="window: 30m, 24h, 7d, ...")
     orep.add_argument("--json", action="store_true", help="machine-readable output")
-    command("maintain", cmd_maintain, "run one maintenance pass now (TTL, decay, archive, ...)")
-    p = command("export", cmd_export, "export memories to a neutral JSONL file (see README)")
-    p.add_argument("file", help="the JSONL file to write (replaced if it exists)")
-    p.add_argument("--namespace", default=None, help="only this namespace (default: all)")
-    p.add_argument("--no-vectors", action="store_true", help="leave the vectors out")
-    p = command(
-        "import", cmd_import, "import an export file (dedup; tombstones honoured; idempotent)"
-    )
-    p.add_argument("file", help="a file written by hlmem export")
-    p.add_argument(
-        "--drain", action="store_true", help="run the pipeline here until all is placed/embedded"
-    )
-    p = command("backup", cmd_backup, "consistent online copy of the database (SQLite backup API)")
-    p.add_argument("file", help="the new database file to write")
-    p = command(
-        "restore",
-        cmd_restore,
-        "replace the database with a backup; what was forgotten since stays forgotten",
-    )
-    p.add_argument("file", help="a backup written by hlmem backup")
+    add_lifecycle_commands(command)
     command("doctor", cmd_doctor, "check the SQLite module, its version and sqlite-vec")
     command("quickstart", cmd_quickstart, "run a sample conversation through a fresh store")
     _add_sim_provider(

@@ -18,6 +18,7 @@ from typing import Literal, get_args
 import anyio
 
 from hlmem.errors import InputError
+from hlmem.event_terms import event_body
 from hlmem.segment import index_text, query_terms, quote
 from hlmem.store import Store
 
@@ -194,4 +195,11 @@ async def fts_backfill(store: Store, *, batch_size: int = 500) -> int:
 
 
 def _rows(items: list[FtsItem]) -> list[tuple[str, str, str, str]]:
-    return [fts_row(*item) for item in items]
+    # An event gets the body the extractor writes for it, so a backfilled event and a freshly
+    # extracted one are indexed alike.
+    return [
+        (kind, item_id, ns, event_body(text))
+        if kind == "event"
+        else fts_row(kind, item_id, ns, text)
+        for kind, item_id, ns, text in items
+    ]

@@ -65,7 +65,6 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter, V
 
 from hlmem.clock import parse_iso, parse_iso_opt
 from hlmem.config import Config, EmbedderConfig
-from hlmem.embedding import MODEL_ID, model_version
 from hlmem.errors import InputError
 from hlmem.messages import (
     EvidenceSpan,
@@ -73,8 +72,8 @@ from hlmem.messages import (
     Role,
     SessionKind,
 )
+from hlmem.stages.embedder import model_identity
 from hlmem.store import QUERIES, connect_sync, migrations, sqlite_module
-from hlmem.text import content_hash
 
 log = logging.getLogger(__name__)
 
@@ -301,14 +300,9 @@ class ImportSummary(BaseModel):
 
 def embedding_model(cfg: EmbedderConfig) -> EmbeddingModel:
     """The model id, version hash and dimension the embedder stage tags its vectors with
-    (computed the same way as :class:`hlmem.stages.embedder.Embedder` does)."""
-    if cfg.provider == "local":
-        return EmbeddingModel(model_id=MODEL_ID, model_version=model_version(cfg.dim), dim=cfg.dim)
-    return EmbeddingModel(
-        model_id=f"{cfg.provider}/{cfg.model}",
-        model_version=content_hash(f"{cfg.provider}\x1f{cfg.model}")[:12],
-        dim=cfg.dim,
-    )
+    (:func:`hlmem.stages.embedder.model_identity`)."""
+    model_id, version = model_identity(cfg)
+    return EmbeddingModel(model_id=model_id, model_version=version, dim=cfg.dim)
 
 
 def _hlmem_version() -> str:

@@ -28,7 +28,7 @@ import numpy as np
 
 from hlmem.clock import Clock, iso
 from hlmem.config import EmbedderConfig
-from hlmem.embedding import LocalEmbedder
+from hlmem.embedding import MODEL_ID, LocalEmbedder, model_version
 from hlmem.gateway import Gateway
 from hlmem.messages import EmbedClaims, Job
 from hlmem.providers import EmbedRequest
@@ -40,6 +40,15 @@ from hlmem.text import content_hash
 BACKFILL_KEY = "embedder:backfill"
 
 Vectors = np.ndarray[Any, np.dtype[np.float32]]
+
+
+def model_identity(cfg: EmbedderConfig) -> tuple[str, str]:
+    """The model id and version hash that vectors embedded under ``cfg`` are tagged with: the
+    local embedder's (its version hashes every parameter), else ``provider/model`` with a hash
+    of the two."""
+    if cfg.provider == "local":
+        return MODEL_ID, model_version(cfg.dim)
+    return f"{cfg.provider}/{cfg.model}", content_hash(f"{cfg.provider}\x1f{cfg.model}")[:12]
 
 
 @dataclass
@@ -66,14 +75,8 @@ class Embedder(Stage[_Embedded]):
         self.cfg = cfg
         self.gateway = gateway
         self.tick_interval_s = cfg.backfill_interval_s
-        if cfg.provider == "local":
-            self.local: LocalEmbedder | None = LocalEmbedder(cfg.dim)
-            self.model_id = self.local.model_id
-            self.model_version = self.local.model_version
-        else:
-            self.local = None
-            self.model_id = f"{cfg.provider}/{cfg.model}"
-            self.model_version = content_hash(f"{cfg.provider}\x1f{cfg.model}")[:12]
+        self.local = LocalEmbedder(cfg.dim) if cfg.provider == "local" else None
+        self.model_id, self.model_version = model_identity(cfg)
 
     @property
     def _model(self) -> dict[str, str]:

@@ -1,0 +1,202 @@
+"""The lifecycle commands of the ``hlmem`` command line: forget, correct, explain, maintain,
+export, import, backup and restore, the commands that change, explain or move the memories
+already stored.
+
+:mod:`hlmem.cli` owns the entry point, the parser and the helpers used here (output, the
+database, the memory and its ``--drain``), and adds these commands with
+:func:`add_lifecycle_commands`. Like every command, each is a few lines around one library call.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+
+from hlmem.cli import Handler, _memory, _need_db, _out
+from hlmem.config import Config
+from hlmem.forget import ForgetResult
+from hlmem.messages import MaintenanceReport
+
+#: ``command(name, handler, help_text)``: adds a subcommand to ``hlmem``'s parser, returns it
+Command = Callable[[str, Handler, str], argparse.ArgumentParser]
+
+
+def _forget_text(r: ForgetResult) -> str:
+    if r.already_forgotten:
+        return "already forgotten: nothing left to forget"
+    if not (r.claim_ids or r.event_ids):
+        return "nothing to forget"
+    verb = "would forget" if r.dry_run else "forgot"
+    lines = [
+        f"{verb} {len(r.claim_ids)} claim(s) and {len(r.event_ids)} event(s): {r.vectors} "
+        f"vector(s), {r.fts_rows} full-text row(s), {r.evidence_links} evidence link(s); "
+        f"{r.tombstones} tombstone(s)" + (" (dry run: nothing changed)" if r.dry_run else "")
+    ]
+    lines += [f"  claim {c}" for c in r.claim_ids] + [f"  event {e}" for e in r.event_ids]
+    lines += [f"  kept event {e} (still needed)" for e in r.kept_event_ids]
+    lines += [f"  believed again: claim {c}" for c in r.reinstated_claim_ids]
+    return "\n".join(lines)
+
+
+async def cmd_forget(args: argparse.Namespace, cfg: Config) -> int:
+    async with _memory(args, cfg) as mem:
+        result = await mem.forget(
+            claim_id=args.claim,
+            event_id=args.event,
+            session_id=args.session,
+            query=args.query,
+            namespace=args.namespace,
+            dry_run=args.dry_run,
+        )
+    _out(args, result.model_dump(mode="json"), _forget_text(result))
+    return 0
+
+
+async def cmd_correct(args: argparse.Namespace, cfg: Config) -> int:
+    async with _memory(args, cfg, drain=args.drain) as mem:
+        done = await mem.correct(args.claim_id, args.text)
+    when = "now replaces" if args.drain else "will replace (once the pipeline has placed it)"
+    _out(
+        args,
+        done.model_dump(mode="json"),
+        f"correction recorded (event {done.event_id}): {done.predicate} = {done.value}; claim "
+        f"{done.claim_id} {when} claim {done.corrects}",
+    )
+    return 0
+
+
+async def cmd_explain(args: argparse.Namespace, cfg: Config) -> int:
+    from hlmem.explain import render
+
+    async with _memory(args, cfg) as mem:
+        explanation = await mem.explain(args.id)
+    _out(args, explanation.model_dump(mode="json"), render(explanation))
+    return 0
+
+
+def _maintenance_text(r: MaintenanceReport) -> str:
+    return "\n".join(
+        [
+            f"maintenance pass: {r.ticks} tick(s)",
+            f"  ttl:       {r.ttl.expired} expired (vectors dropped: {r.ttl.vectors_dropped})",
+            f"  decay:     {r.decay.decayed} of {r.decay.scanned} active claims decayed",
+            f"  archive:   {r.archive.archived} archived "
+            f"(vectors dropped: {r.archive.vectors_dropped})",
+            f"  dedup:     {r.dedup.merged} merged of {r.dedup.scanned} compared",
+            f"  reindex:   {r.reindex.rewritten} full-text rows rewritten of "
+            f"{r.reindex.scanned}; observations archived {r.reindex.observations_archived}, "
+            f"waiting {r.reindex.observations_waiting}",
+            f"  hygiene:   {r.hygiene.jobs_purged} done jobs purged, "
+            f"{r.hygiene.vector_log_pruned} vector deletions pruned",
+        ]
+    )
+
+
+async def cmd_maintain(args: argparse.Namespace, cfg: Config) -> int:
+    async with _memory(args, cfg) as mem:
+        report = await mem.maintain()
+    _out(args, report.model_dump(mode="json"), _maintenance_text(report))
+    return 0
+
+
+async def cmd_export(args: argparse.Namespace, cfg: Config) -> int:
+    async with _memory(args, cfg) as mem:
+        done = await mem.export(args.file, namespace=args.namespace, vectors=not args.no_vectors)
+    counts = ", ".join(f"{n} {kind}" for kind, n in done.counts.items() if n)
+    _out(args, done.model_dump(mode="json"), f"exported to {done.path}: {counts or 'nothing'}")
+    return 0
+
+
+async def cmd_import(args: argparse.Namespace, cfg: Config) -> int:
+    async with _memory(args, cfg, drain=args.drain) as mem:
+        done = await mem.import_file(args.file)
+    lines = [f"imported {done.path}:"] + [
+        f"  {kind:<12} imported {c.imported}, duplicate {c.duplicate}, merged {c.merged}, "
+        f"refused {c.refused}"
+        for kind, c in done.counts.items()
+    ]
+    if done.reembedding:
+        lines.append("  claims are re-embedded with the configured model by the pipeline")
+    _out(args, done.model_dump(mode="json"), "\n".join(lines))
+    return 0
+
+
+async def cmd_backup(args: argparse.Namespace, cfg: Config) -> int:
+    from hlmem.backup import backup
+
+    done = await backup(_need_db(args), Path(args.file), cfg=cfg.store)
+    _out(
+        args,
+        done.model_dump(mode="json"),
+        f"backed up to {done.path}: {done.bytes} bytes, {done.events} events, "
+        f"{done.claims} claims, tombstones up to #{done.tombstone_max_id}",
+    )
+    return 0
+
+
+async def cmd_restore(args: argparse.Namespace, cfg: Config) -> int:
+    from hlmem.backup import restore
+    from hlmem.clock import SystemClock
+
+    done = await restore(_need_db(args), Path(args.file), cfg=cfg, now=SystemClock().now())
+    _out(
+        args,
+        done.model_dump(mode="json"),
+        f"restored {done.path} from {done.backup}; re-applied {done.tombstones_reapplied} of "
+        f"{done.tombstones_before} tombstone(s): {len(done.claims_forgotten)} claim(s) and "
+        f"{len(done.events_forgotten)} event(s) stay forgotten",
+    )
+    return 0
+
+
+def add_lifecycle_commands(command: Command) -> None:
+    """Add the lifecycle commands to ``hlmem``'s parser, through its ``command`` factory."""
+    p = command(
+        "forget", cmd_forget, "forget claims and their events for good (tombstones stop replays)"
+    )
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--claim", help="this claim")
+    which.add_argument("--event", help="this event and every claim resting on it")
+    which.add_argument("--session", help="every event of this session and their claims")
+    which.add_argument("--query", help="the claims recall finds best for this query")
+    p.add_argument(
+        "--namespace", default=None, help="namespace (default: ingest.default_namespace)"
+    )
+    p.add_argument("--dry-run", action="store_true", help="show what would go; change nothing")
+    p = command("correct", cmd_correct, "correct a claim with the user's value or words")
+    p.add_argument("claim_id", help="the active claim to correct")
+    p.add_argument("text", help='the new value ("北京") or the user\'s words ("其实我住在北京")')
+    p.add_argument(
+        "--drain", action="store_true", help="run the pipeline here until the correction is placed"
+    )
+    p = command("explain", cmd_explain, "explain where a memory came from and what changed it")
+    explain = p.add_subparsers(dest="explain_cmd", required=True, metavar="WHAT")
+    ec = explain.add_parser(
+        "claim",
+        help="a claim: clocks, evidence and sources, admission, merges, supersessions both "
+        "ways, model calls",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    ec.add_argument("id", help="the claim id")
+    ec.add_argument("--json", action="store_true", help="machine-readable output")
+    command("maintain", cmd_maintain, "run one maintenance pass now (TTL, decay, archive, ...)")
+    p = command("export", cmd_export, "export memories to a neutral JSONL file (see README)")
+    p.add_argument("file", help="the JSONL file to write (replaced if it exists)")
+    p.add_argument("--namespace", default=None, help="only this namespace (default: all)")
+    p.add_argument("--no-vectors", action="store_true", help="leave the vectors out")
+    p = command(
+        "import", cmd_import, "import an export file (dedup; tombstones honoured; idempotent)"
+    )
+    p.add_argument("file", help="a file written by hlmem export")
+    p.add_argument(
+        "--drain", action="store_true", help="run the pipeline here until all is placed/embedded"
+    )
+    p = command("backup", cmd_backup, "consistent online copy of the database (SQLite backup API)")
+    p.add_argument("file", help="the new database file to write")
+    p = command(
+        "restore",
+        cmd_restore,
+        "replace the database with a backup; what was forgotten since stays forgotten",
+    )
+    p.add_argument("file", help="a backup written by hlmem backup")
