@@ -454,6 +454,9 @@ class QueryParse(_Frozen):
     as_of: AwareDatetime | None = None
     #: "what was true at T, as we know it now" (valid time)
     valid_at: AwareDatetime | None = None
+    #: with ``valid_at``: the end (exclusive, at most now) of the period the query names
+    #: ("in October 2023"); what was said before it was said then. None: ``valid_at`` itself
+    period_end: AwareDatetime | None = None
     #: the words that set the time intent (现在, 之前, 5月, previously, ...)
     time_words: tuple[str, ...] = ()
     #: entities named in the query that the store knows (high confidence: they constrain)

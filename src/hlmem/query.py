@@ -3,8 +3,9 @@
 - **Time intent.** 现在 / 目前 / 当前 / now / currently → current beliefs; 之前 / 以前 / 原来 /
   过去 / 曾经 / previously / before / used to → history (superseded claims too); an explicit time
   ("5月", "in April", "2026-04-15", "上个月") → ``valid_at`` (what was true then, as we know it
-  now), or ``as_of`` (what the system believed then) when the query asks about belief
-  (当时以为 / 那时候记的 / believed / thought / knew / on record). Explicit arguments win.
+  now; events said before the period's end count as said then: ``period_end``), or ``as_of``
+  (what the system believed then) when the query asks about belief (当时以为 / 那时候记的 /
+  believed / thought / knew / on record). Explicit arguments win.
 - **Entities.** Names in the query (:func:`hlmem.atoms.entities_of`, plus every entity the
   namespace already knows whose name occurs in the query). A known entity with one meaning is
   high-confidence and constrains recall; a name the store does not know, or one that maps to
@@ -67,6 +68,7 @@ def parse(
         said_mode = "current"
         words.append(current.group())
     when = None if as_of or valid_at else timeparse.resolve(text, now, prefer="past")
+    period_end = None
     if when is not None and when.start <= now:
         words.append(when.expression.strip())
         # A point inside the named period: its start, or "now" when the period is still going.
@@ -74,13 +76,15 @@ def parse(
         if _BELIEF.search(text):
             as_of = max(point, min(when.end, now))
         else:
-            valid_at = point
+            # Claims true at that point; events said during the period were said "then".
+            valid_at, period_end = point, max(point, min(when.end, now))
     strong, loose = _entities(text, known_entities)
     return QueryParse(
         text=text,
         mode=mode or said_mode or ("history" if as_of or valid_at else "current"),
         as_of=as_of,
         valid_at=valid_at,
+        period_end=period_end,
         time_words=tuple(words),
         entities=strong,
         loose_entities=loose,

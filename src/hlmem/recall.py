@@ -9,9 +9,10 @@
 3. Reciprocal rank fusion: ``sum(1 / (rrf_k + rank))`` over the channels that found an item.
 4. Time and status. Current: active claims not expired; history: superseded and archived
    ones too, marked; ``as_of=T``: claims learned by T and not retracted then; ``valid_at=T``:
-   claims true at T. Events follow their claims: in current recall an event whose claims are
-   all superseded or archived is history and left out; events with no claim are episodic
-   memory. Untrusted events only when asked for.
+   claims true at T; events said by T (by the end of the period a query names: "in October
+   2023" keeps what was said in October). Events follow their claims: in current recall an
+   event whose claims are all superseded or archived is history and left out; events with no
+   claim are episodic memory. Untrusted events only when asked for.
 5. Ranking: fused score × (1 + importance, recency, activation decayed to now and feedback
    utility, weighted by ``recall.weight_*``); equivalent claims (same slot, value and polarity)
    fold into one.
@@ -473,7 +474,10 @@ def _event_visible(r: Any, parsed: QueryParse) -> bool:
     active_claims, claims = r[8], r[9]
     if parsed.as_of is not None and r[5] > iso(parsed.as_of):
         return False  # not yet told then
-    if parsed.valid_at is not None and r[4] > iso(parsed.valid_at):
+    if parsed.period_end is not None:
+        if r[4] >= iso(parsed.period_end):
+            return False  # said after the period the query names
+    elif parsed.valid_at is not None and r[4] > iso(parsed.valid_at):
         return False  # not yet said then
     if parsed.mode == "current" and parsed.as_of is None and parsed.valid_at is None:
         # Its claims speak for it; when they have all been superseded, it is history.
