@@ -156,6 +156,30 @@ async def test_entity_isolation(db_path: Path) -> None:
     assert zh.query.entities == ("alice",)
 
 
+async def test_the_speaker_is_no_entity_and_names_are_whole_words(db_path: Path) -> None:
+    """"User is based in Toronto" does not make "user" an entity (it would pull every claim of
+    the speaker into a query about "user-api"); a Latin name matches as a whole word only."""
+    async with hlmem.open(db_path, config=fast_config()) as mem:
+        await mem.remember("user", "location", "Toronto", text="User is based in Toronto")
+        await mem.remember("用户", "location", "北京", text="用户住在北京")
+        await mem.remember("Ann", "likes", "tea", text="Ann likes green tea")
+        await mem.remember("user-api", "deployed_on", "host-7", text="user-api runs on host-7")
+        await mem.drain(timeout_s=30)
+        service = await mem.recall("user-api 部署在哪台机器上？")
+        annie = await mem.recall("What does Annie like?")
+        ann = await mem.recall("What does Ann like?")
+    names = {r[0] for r in rows(db_path, "SELECT normalized FROM entities")}
+    assert "ann" in names and not names & {"user", "用户"}
+    assert "user" not in service.query.entities
+    assert top(service).startswith("user-api")
+    assert "ann" not in annie.query.entities
+    assert ann.query.entities == ("ann",)
+    for text, folded in [("user", "user-api 在哪"), ("api", "user-api"), ("v1", "v1.2 发布")]:
+        assert not query_mod._occurs(text, folded)
+    for text, folded in [("bob", "i met bob."), ("bob", "bob's cat"), ("张三", "张三丰说")]:
+        assert query_mod._occurs(text, folded)
+
+
 async def test_two_character_chinese_query(db_path: Path) -> None:
     async with hlmem.open(db_path, config=fast_config()) as mem:
         await mem.add_event("s", "我们下周要去北京出差，住在朝阳区")

@@ -477,6 +477,8 @@ def _entities(
     out: dict[str, _Entity] = {}
     for e in sorted(found):
         key = e.surface.casefold()
+        if key in atom_rules.SPEAKER_SUBJECTS:
+            continue  # "User is based in Toronto": the speaker, the subject of most claims
         if key not in out or (e.strong and not out[key].strong):
             out[key] = e
     return tuple(sorted(out.values()))

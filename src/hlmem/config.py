@@ -237,8 +237,8 @@ class ForgetConfig(_Section):
 
 class RecallConfig(_Section):
     # Candidates each channel contributes before fusion.
-    fts_candidates: int = Field(100, ge=1)
-    vector_candidates: int = Field(100, ge=1)
+    fts_candidates: int = Field(50, ge=1)
+    vector_candidates: int = Field(50, ge=1)
     # The most rows one full-text search ranks with bm25 (hlmem.fts.fts_search_terms): terms
     # too common to rank only fill the list after the rarer terms' items, newest first.
     fts_rank_rows: int = Field(500, ge=1)

@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from hlmem import atoms, timeparse
+from hlmem.atom_rules import SPEAKER_SUBJECTS
 from hlmem.messages import QueryParse, RecallMode
 from hlmem.slots import SPEAKER
 from hlmem.text import normalize
@@ -118,7 +119,7 @@ def _entities(
     kinds: dict[str, set[str]] = {}
     for name, kind in known:
         key = normalize(name)
-        if len(key) >= 2 and key in folded:
+        if len(key) >= 2 and key not in SPEAKER_SUBJECTS and _occurs(key, folded):
             kinds.setdefault(key, set()).add(kind)
     # The longest known names win ("张三丰" over "张三"); a name inside a longer one is dropped.
     names = sorted(kinds, key=len, reverse=True)
@@ -131,6 +132,38 @@ def _entities(
         if normalize(name) not in seen and not any(normalize(name) in s for s in seen)
     ]
     return tuple(strong), tuple(dict.fromkeys([*ambiguous, *unknown]))
+
+
+def _occurs(name: str, folded: str) -> bool:
+    """Whether ``name`` occurs in ``folded`` as a whole word where it has Latin letters or
+    digits at an edge: "user" is not in "user-api", nor "api" in "user-api", nor "v1" in
+    "v1.2"; "bob" is in "bob's" and in "i met bob." ("张三" may touch other Chinese
+    characters: Chinese has no spaces between words)."""
+    size = len(folded)
+    start = folded.find(name)
+    while start >= 0:
+        end = start + len(name)
+        joined_before = _latin(name[0]) and _continues(folded, start - 1, -1)
+        joined_after = _latin(name[-1]) and _continues(folded, end, 1)
+        if not (joined_before or joined_after):
+            return True
+        start = folded.find(name, start + 1) if start + 1 < size else -1
+    return False
+
+
+def _latin(ch: str) -> bool:
+    return ch.isascii() and ch.isalnum()
+
+
+def _continues(text: str, at: int, step: int) -> bool:
+    """Whether the character at ``at`` carries a Latin word on (a letter or digit, or a
+    joiner such as "-" or "." with one behind it)."""
+    if not 0 <= at < len(text):
+        return False
+    if _latin(text[at]):
+        return True
+    nxt = at + step
+    return text[at] in "-_./" and 0 <= nxt < len(text) and _latin(text[nxt])
 
 
 def _longer(names: list[str], name: str) -> list[str]:

@@ -298,16 +298,12 @@ class Recaller:
         evidence rows)."""
         claim_ids = [c.id for c in candidates.values() if c.kind == "claim"]
         event_ids = [c.id for c in candidates.values() if c.kind == "event"]
-        rows: dict[str, list[Any]] = {}
-
-        async def fetch(name: str, params: tuple[str, ...]) -> None:
-            rows[name] = await self.store.fetchall(name, params)
-
-        # Queued together on the reader connection: one wait instead of two.
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(fetch, "recall_claims", (json.dumps(claim_ids), namespace))
-            tg.start_soon(fetch, "recall_events", (json.dumps(event_ids), namespace))
-        claims, events = rows["recall_claims"], rows["recall_events"]
+        claims, events = await self.store.fetch_many(
+            [
+                ("recall_claims", (json.dumps(claim_ids), namespace)),
+                ("recall_events", (json.dumps(event_ids), namespace)),
+            ]
+        )
         scored: list[tuple[float, bool, str, Any]] = []
         for r in claims:
             if not _claim_visible(r, parsed, now):

@@ -557,6 +557,21 @@ class Store:
         with self._errors.mapped():
             return list(await self._reader.execute_fetchall(QUERIES[name], params))
 
+    async def fetch_many(self, reads: Sequence[tuple[str, Params]]) -> list[list[Any]]:
+        """Run several named reads on the reader connection in one trip to its thread; their
+        rows in order. A hop costs the loop a wake-up and the reader the GIL back, more than a
+        small query: recall asks for what it needs next together."""
+        if self._closed:
+            raise ClosedError("store is closed")
+        statements = [(QUERIES[name], params) for name, params in reads]
+
+        def run(conn: Any) -> list[list[Any]]:
+            return [conn.execute(sql, params).fetchall() for sql, params in statements]
+
+        with self._errors.mapped():
+            out: list[list[Any]] = await self._reader._execute(run, self._reader._conn)  # type: ignore[no-untyped-call]
+        return out
+
     async def scalar(self, name: str, params: Params = ()) -> Any:
         rows = await self.fetchall(name, params)
         return rows[0][0] if rows else None
