@@ -332,3 +332,36 @@ async def test_every_and_allow(store: Store) -> None:
     allowed = await fts_search_terms(store, "default", terms, allow={"tom-nelson", "nobody"})
     assert names(allowed) == {"tom-nelson"}
     assert await fts_search_terms(store, "default", terms, allow=set()) == []
+
+
+@pytest.mark.parametrize("big", [False, True])
+async def test_match_ids_finds_what_mentions_every_term_newest_first(
+    store: Store, big: bool
+) -> None:
+    """Recall's entity scan: unranked, newest first, every term, one namespace (both the wide
+    and the namespace-token path), and the same items as the ranked search asked for all."""
+    from hlmem.fts import fts_search_terms, match_ids_read
+    from hlmem.segment import query_terms
+
+    items: list[FtsItem] = [
+        ("claim", "zh-1", "team", "长城项目的截止日期是周五"),
+        ("event", "zh-2", "team", "长城 项目又延期了"),
+        ("claim", "en-1", "team", "Grace Nelson owns the Great Wall project"),
+        ("event", "en-2", "team", "grace nelson said the Great Wall slipped"),
+        ("claim", "other", "team", "Grace Lee likes the wall"),
+        ("claim", "elsewhere", "home", "长城 Grace Nelson"),
+    ]
+    filler = "team" if big else "filler"
+    items += [("event", f"fill{i}", filler, f"填充 {i}") for i in range(60)]
+    await index(store, items)
+    for name, want in [("长城", ["zh-2", "zh-1"]), ("Grace Nelson", ["en-2", "en-1"])]:
+        terms = query_terms(name)
+        read = match_ids_read("team", terms, limit=10)
+        assert read is not None
+        (rows,) = await store.fetch_many([read])
+        assert [r[1] for r in rows] == want  # newest first
+        ranked = await fts_search_terms(store, "team", terms, limit=10, every=True)
+        assert {h.item_id for h in ranked} == set(want)
+        (one,) = await store.fetch_many([match_ids_read("team", terms, limit=1) or read])
+        assert [r[1] for r in one] == want[:1]
+    assert match_ids_read("team", [], limit=10) is None

@@ -168,6 +168,26 @@ async def fts_search_terms(
     return hits
 
 
+def match_ids_read(
+    namespace: str, terms: Sequence[str], *, limit: int
+) -> tuple[str, dict[str, object]] | None:
+    """The named read (for :meth:`Store.fetch_many`) of the newest ``limit`` items of
+    ``namespace`` matching every one of ``terms``, unranked, as ``(kind, item_id)`` rows;
+    ``None`` without terms. For "what mentions this name": a fraction of a ranked search's
+    cost, and the same items whenever ``limit`` covers every match."""
+    if not terms or limit < 1:
+        return None
+    return (
+        "fts_match_ids",
+        {
+            "match": " AND ".join(quote(term) for term in terms),
+            "token": f"ns : {quote(namespace_token(namespace))}",
+            "namespace": namespace,
+            "limit": limit,
+        },
+    )
+
+
 async def fts_backfill(store: Store, *, batch_size: int = 500) -> int:
     """Index every claim (not forgotten) and event that has no full-text row yet; return how
     many rows were written.

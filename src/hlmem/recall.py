@@ -37,7 +37,7 @@ from hlmem.admission import SourcePolicy, redact, untrusted_rule
 from hlmem.clock import iso, parse_iso, parse_iso_opt
 from hlmem.config import Config
 from hlmem.embedding import LocalEmbedder
-from hlmem.fts import fts_search_terms
+from hlmem.fts import fts_search_terms, match_ids_read
 from hlmem.gateway import Gateway
 from hlmem.messages import (
     QueryParse,
@@ -200,29 +200,19 @@ class Recaller:
         """Ids of the memories about the query's high-confidence entities (None: no limit)."""
         if self.rc.entity_constraint == "off" or not parsed.entities:
             return None
-        allow: set[str] = set()
-
-        async def linked() -> None:
-            names = json.dumps(list(parsed.entities))
-            rows = await self.store.fetchall("recall_entity_claims", (namespace, names))
-            allow.update(r[0] for r in rows)
-
-        async def named(entity: str) -> None:
-            # A name the query contains: jieba is loaded and the name is short (inline).
-            hits = await fts_search_terms(
-                self.store,
-                namespace,
-                query_terms(entity),
-                limit=ENTITY_SCAN,
-                rank_rows=self.rc.fts_rank_rows,
-                every=True,
-            )
-            allow.update(h.item_id for h in hits)
-
-        async with anyio.create_task_group() as tg:  # queued together on the reader
-            tg.start_soon(linked)
-            for entity in parsed.entities:
-                tg.start_soon(named, entity)
+        # One reader trip: the claims linked to the entities, and what mentions each name (a
+        # name the query contains: jieba is loaded and the name is short, so inline).
+        reads: list[tuple[str, Any]] = [
+            ("recall_entity_claims", (namespace, json.dumps(list(parsed.entities))))
+        ]
+        for entity in parsed.entities:
+            read = match_ids_read(namespace, query_terms(entity), limit=ENTITY_SCAN)
+            if read is not None:
+                reads.append(read)
+        found = await self.store.fetch_many(reads)
+        allow = {r[0] for r in found[0]}
+        for rows in found[1:]:
+            allow.update(r[1] for r in rows)
         return allow
 
     async def _candidates(

@@ -78,6 +78,23 @@ SELECT * FROM (
     LIMIT :limit
 );
 
+-- name: fts_match_ids
+-- The newest :limit items of the namespace whose body has every term (:match, quoted terms
+-- joined by AND), unranked: recall's entity constraint wants what mentions a name, not how
+-- well, and FTS5 walks the doclist backwards and stops at the limit (no bm25, no count).
+-- :token and the scope as in fts_search.
+WITH scope AS MATERIALIZED (
+    SELECT 8 * coalesce((SELECT docs FROM recall_namespaces WHERE namespace = :namespace), 0)
+           <= (SELECT coalesce(sum(docs), 0) FROM recall_namespaces) AS scoped
+)
+SELECT d.kind, d.item_id
+FROM recall_fts((SELECT CASE WHEN scoped THEN :token || ' AND ' ELSE '' END
+                        || 'body : (' || :match || ')' FROM scope)) AS f
+CROSS JOIN recall_docs AS d ON d.id = f.rowid
+WHERE d.namespace = :namespace
+ORDER BY f.rowid DESC
+LIMIT :limit;
+
 -- name: fts_unindexed_claims
 -- Claims after rowid :after without a full-text row (backfill), forgotten ones excepted.
 SELECT c.rowid, c.id, c.namespace, c.text FROM claims c
