@@ -640,3 +640,19 @@ async def test_sparse_queries_scan_only_their_dimensions_exactly(
         expected = reference(rows, q, 10, "ns", {"claim"})
         assert np.allclose([h.score for h in hits], [s for _, _, s in expected], atol=1e-5)
         assert ids(hits) == [o for _, o, _ in expected]
+
+
+@pytest.mark.parametrize("zeros", [0.0, 0.5, 0.99, 1.0])
+@pytest.mark.parametrize("negative", [False, True])
+def test_top_rows_selects_the_largest_scores_whatever_their_ties(
+    zeros: float, negative: bool
+) -> None:
+    """Mostly-zero scores (a query sharing no dimension with most vectors) take the fast path;
+    every distribution gives the k largest scores."""
+    rng = np.random.default_rng(int(zeros * 100) + negative)
+    n, k = 20_000, 50
+    scores = rng.random(n).astype(np.float32) - (0.9 if negative else 0.0)
+    scores[rng.random(n) < zeros] = 0
+    rows = vector_index.top_rows(scores, k)
+    assert len(set(rows.tolist())) == k
+    assert np.array_equal(np.sort(scores[rows]), np.sort(scores)[-k:])

@@ -693,7 +693,7 @@ class _Rows:
                 start, stop = part.n * shard // shards, part.n * (shard + 1) // shards
                 scores = self._scan(part, unit, start, stop)
                 if len(scores) > k:
-                    rows = np.argpartition(scores, len(scores) - k)[-k:]
+                    rows = top_rows(scores, k)
                     scores = scores[rows]
                 else:
                     rows = np.arange(len(scores), dtype=np.int64)
@@ -708,7 +708,7 @@ class _Rows:
                 nz = np.flatnonzero(unit)
                 scores = unit[nz] @ part.cols[np.ix_(nz, rows)]
                 if len(scores) > k:
-                    best = np.argpartition(scores, len(scores) - k)[-k:]
+                    best = top_rows(scores, k)
                     scores, rows = scores[best], rows[best]
             found.append((scores, part.seqs[rows], part, rows))
         return found
@@ -773,3 +773,20 @@ class _Rows:
 
 
 _ROW_MASK = (1 << _ROW_BITS) - 1
+
+
+def top_rows(scores: Floats, k: int) -> Ints:
+    """The positions of ``k`` largest ``scores`` (any order; ``len(scores) > k``).
+
+    numpy's introselect takes 70-90 ms over a million scores when most are equal, and they
+    are: a query of a few non-zero dimensions (a two-character Chinese word) shares none with
+    most vectors, which score exactly 0. When at least half are 0 and ``k`` are positive, the
+    top ``k`` are among the positive ones, selected from those alone (~1 ms)."""
+    if np.count_nonzero(scores) * 2 <= len(scores):
+        positive = np.flatnonzero(scores > 0)
+        if len(positive) >= k:
+            chosen = np.argpartition(scores[positive], len(positive) - k)[-k:]
+            out: Ints = positive[chosen]
+            return out
+    rows: Ints = np.argpartition(scores, len(scores) - k)[-k:]
+    return rows
