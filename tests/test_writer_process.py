@@ -433,16 +433,16 @@ def test_writer_mode_is_configurable_and_checked() -> None:
 
 
 def test_frames_round_trip_plain_tuples() -> None:
-    from hlmem.writer_process import HEADER, _frame
+    from hlmem.childio import HEADER, frame
 
     obj = (
         [[("ev_1", "default", "会话", "user", "内容 content", "h", "t", "t", "o", "k", "{}")]],
         1.5,
     )
-    frame = _frame(obj)
-    (size,) = HEADER.unpack(frame[: HEADER.size])
-    assert size == len(frame) - HEADER.size
+    data = frame(obj)
+    (size,) = HEADER.unpack(data[: HEADER.size])
+    assert size == len(data) - HEADER.size
     import pickle
 
-    assert pickle.loads(frame[HEADER.size :]) == obj
+    assert pickle.loads(data[HEADER.size :]) == obj
     assert json.dumps(obj, ensure_ascii=False)  # plain data only

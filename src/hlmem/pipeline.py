@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import signal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.abc import TaskStatus
@@ -33,13 +33,22 @@ from hlmem.stages.extractor import Extractor
 from hlmem.stages.maintenance import Maintenance
 from hlmem.stages.windower import Windower
 
+if TYPE_CHECKING:  # imported when used: ``python -m hlmem.offload`` must not find it loaded
+    from hlmem.offload import Offloader
+
 log = logging.getLogger(__name__)
 
 
 def build_stages(
-    queue: JobQueue, cfg: Config, clock: Clock, gateway: Gateway | None = None
+    queue: JobQueue,
+    cfg: Config,
+    clock: Clock,
+    gateway: Gateway | None = None,
+    *,
+    offloader: Offloader | None = None,
 ) -> list[StageRunner]:
-    """Every stage of the write path with its runner, in pipeline order.
+    """Every stage of the write path with its runner, in pipeline order; the extractor and the
+    embedder hand big batches of CPU work to ``offloader`` when given.
 
     :raises ValueError: a stage needs a model (``extractor.kind = "model"``, a remote
         embedder, the dedup audit) and no gateway was given.
@@ -49,11 +58,14 @@ def build_stages(
     p = cfg.pipeline
     stages: list[tuple[Stage[Any], StageConfig]] = [
         (Windower(cfg.windower, clock), p.windower),
-        (Extractor(store, clock, cfg, lexicon=lexicon, gateway=gateway), p.extractor),
+        (
+            Extractor(store, clock, cfg, lexicon=lexicon, gateway=gateway, offloader=offloader),
+            p.extractor,
+        ),
         (Admission(store, clock, cfg.admission.mode), p.admission),
         (Dedup(store, clock, cfg.dedup, gateway, lexicon=lexicon), p.dedup),
         (Conflict(clock, lexicon), p.conflict),
-        (Embedder(store, clock, cfg.embedder, gateway), p.embedder),
+        (Embedder(store, clock, cfg.embedder, gateway, offloader=offloader), p.embedder),
         # Not on the write path: periodic bounded ticks of lifecycle work (the "sleep").
         (Maintenance(store, clock, cfg, lexicon=lexicon), p.maintenance),
     ]
@@ -81,7 +93,13 @@ class Pipeline:
     ) -> None:
         self.queue = queue
         self.cfg = cfg
-        self.runners = build_stages(queue, cfg, clock, gateway)
+        #: the CPU helper child's handle (``pipeline.offload = "auto"``); it starts on demand
+        self.offloader: Offloader | None = None
+        if cfg.pipeline.offload == "auto":
+            from hlmem.offload import Offloader
+
+            self.offloader = Offloader(cfg.pipeline)
+        self.runners = build_stages(queue, cfg, clock, gateway, offloader=self.offloader)
         self._stop = anyio.Event()
         self.stopped = anyio.Event()
 
@@ -95,6 +113,10 @@ class Pipeline:
             await anyio.to_thread.run_sync(_load_language_data)
             await self.queue.recover()
             async with anyio.create_task_group() as tg:
+                if self.offloader is not None:
+                    # Cancelled with the stages below: it closes the child after the request
+                    # in flight, if any (that one is shielded).
+                    await tg.start(self.offloader.run)
                 for runner in self.runners:
                     await tg.start(runner.run)
                 tg.start_soon(self._housekeeping)

@@ -20,9 +20,8 @@ durable. The child is the only *ingest* writer; the pipeline's transactions keep
 store's writer connection in the parent, and SQLite's ``BEGIN IMMEDIATE`` plus
 ``busy_timeout`` serialise the two processes.
 
-Protocol, over the child's stdin and stdout: frames of an 8-byte big-endian length and a pickle
-of plain tuples (pickle, because both ends are this module and it is the cheapest codec for
-tuples of strings; nothing else ever writes to these pipes).
+Protocol, over the child's stdin and stdout: the frames of :mod:`hlmem.childio` (a length and a
+pickle of plain tuples).
 
 - child -> parent, once: ``("ready", pid, driver, sqlite_version)``, or
   ``("error", class_name, message)`` when the database cannot be opened (then it exits 1).
@@ -47,20 +46,28 @@ import argparse
 import contextlib
 import logging
 import os
-import pickle
-import signal
-import site
-import struct
 import sys
 from functools import partial
 from pathlib import Path
-from subprocess import PIPE
 from typing import Any, BinaryIO
 
 import anyio
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from hlmem.childio import (
+    EXIT_GRACE_S,
+    STREAM_ERRORS,
+    ChildExited,
+    become_child,
+    finish,
+    frame,
+    read,
+    reap,
+    receive,
+    send,
+    spawn,
+)
 from hlmem.config import StoreConfig
 from hlmem.errors import ImmutableEvent, SchemaError, StoreBusy, StoreError
 from hlmem.ingest import EventWriter
@@ -68,33 +75,13 @@ from hlmem.store import Checkpointer, _Errors, connect_sync, sqlite_module, tran
 
 log = logging.getLogger(__name__)
 
-HEADER = struct.Struct("!Q")
-PICKLE_PROTOCOL = pickle.HIGHEST_PROTOCOL
 START_TIMEOUT_S = 60.0  # interpreter start-up and imports, on a busy machine
 CLOSE_TIMEOUT_S = 30.0  # an idle child exits at once on end of input; kill it after this
-EXIT_GRACE_S = 5.0  # a child whose pipes broke is exiting: let it, before killing it
 
 Results = list[list[tuple[str, bool]]]
-_STREAM_ERRORS = (
-    anyio.EndOfStream,
-    anyio.IncompleteRead,
-    anyio.BrokenResourceError,
-    anyio.ClosedResourceError,
-    OSError,
-)
 _REMOTE_ERRORS: dict[str, type[Exception]] = {
     cls.__name__: cls for cls in (StoreError, SchemaError, ImmutableEvent, StoreBusy)
 }
-
-
-def _frame(obj: Any) -> bytes:
-    payload = pickle.dumps(obj, PICKLE_PROTOCOL)
-    return HEADER.pack(len(payload)) + payload
-
-
-async def _receive(rx: BufferedByteReceiveStream) -> Any:
-    (size,) = HEADER.unpack(await rx.receive_exactly(HEADER.size))
-    return pickle.loads(await rx.receive_exactly(size))
 
 
 def _remote_error(reply: tuple[Any, ...]) -> Exception:
@@ -159,28 +146,16 @@ class WriterProcess:
         :raises StoreError: it could not be started or could not open the database.
         """
         try:
-            proc = await anyio.open_process(
-                self.command(), stdin=PIPE, stdout=PIPE, stderr=None, env=_child_env()
-            )
+            proc, rx, hello = await spawn(self.command(), timeout_s=START_TIMEOUT_S)
         except OSError as exc:
             raise StoreError(f"cannot start the ingest writer process: {exc}") from exc
-        assert proc.stdout is not None
-        rx = BufferedByteReceiveStream(proc.stdout)
-        try:
-            with anyio.fail_after(START_TIMEOUT_S):
-                hello = await _receive(rx)
-        except (TimeoutError, *_STREAM_ERRORS) as exc:
-            code = self.exit_code = await _reap(
-                proc, 0.0 if isinstance(exc, TimeoutError) else EXIT_GRACE_S
-            )
+        except ChildExited as exc:
+            code = self.exit_code = exc.exit_code
             raise StoreError(
                 f"the ingest writer process did not start (exit code {code}; see its stderr)"
             ) from exc
-        except BaseException:
-            self.exit_code = await _reap(proc)
-            raise
         if hello[0] != "ready":  # it says why, then exits
-            self.exit_code = await _reap(proc, EXIT_GRACE_S)
+            self.exit_code = await reap(proc, EXIT_GRACE_S)
             raise _remote_error(hello)
         self._proc, self._rx = proc, rx
         self.starts += 1
@@ -196,13 +171,13 @@ class WriterProcess:
             be restarted, or the transaction failed (``StoreBusy`` and ``ImmutableEvent`` as in
             thread mode).
         """
-        frame = _frame((groups, now))
+        request = frame((groups, now))
         if self._busy:
             raise RuntimeError("WriterProcess.commit is not reentrant: one committer at a time")
         self._busy = True
         try:
             with anyio.CancelScope(shield=True):
-                reply = await self._exchange(frame)
+                reply = await self._exchange(request)
         finally:
             self._busy = False
         if reply[0] != "ok":
@@ -210,7 +185,7 @@ class WriterProcess:
         results, backlog = reply[1]
         return results, int(backlog)
 
-    async def _exchange(self, frame: bytes) -> tuple[Any, ...]:
+    async def _exchange(self, request: bytes) -> tuple[Any, ...]:
         for attempt in range(2):
             if self._proc is None or self._proc.returncode is not None:
                 code = await self._discard()
@@ -223,8 +198,8 @@ class WriterProcess:
             proc, rx = self._proc, self._rx
             assert proc is not None and proc.stdin is not None and rx is not None
             try:
-                await proc.stdin.send(frame)
-            except _STREAM_ERRORS as exc:
+                await proc.stdin.send(request)
+            except STREAM_ERRORS as exc:
                 # Not delivered whole, so the child never acted on it: a fresh child gets it.
                 code = await self._discard()
                 log.warning(
@@ -238,8 +213,8 @@ class WriterProcess:
                 continue
             self._awaiting_reply = True
             try:
-                reply: tuple[Any, ...] = await _receive(rx)
-            except _STREAM_ERRORS as exc:
+                reply: tuple[Any, ...] = await receive(rx)
+            except STREAM_ERRORS as exc:
                 code = await self._discard()
                 log.error(
                     "ingest writer process died during a commit",
@@ -261,7 +236,7 @@ class WriterProcess:
         proc, self._proc, self._rx = self._proc, None, None
         if proc is None:
             return None
-        self.exit_code = await _reap(proc, EXIT_GRACE_S)
+        self.exit_code = await reap(proc, EXIT_GRACE_S)
         return self.exit_code
 
     async def aclose(self) -> None:
@@ -271,11 +246,7 @@ class WriterProcess:
         proc, self._proc, self._rx = self._proc, None, None
         if proc is None:
             return
-        with anyio.CancelScope(shield=True):
-            if proc.stdin is not None:
-                with contextlib.suppress(*_STREAM_ERRORS):
-                    await proc.stdin.aclose()
-            code = self.exit_code = await _reap(proc, CLOSE_TIMEOUT_S)
+        code = self.exit_code = await finish(proc, CLOSE_TIMEOUT_S)
         if code != 0:
             log.warning(
                 "ingest writer process exited with code %s",
@@ -284,49 +255,7 @@ class WriterProcess:
             )
 
 
-async def _reap(proc: Process, grace_s: float = 0.0) -> int | None:
-    """Kill ``proc`` unless it exits within ``grace_s``, close its pipes and wait for it (no
-    zombie); its exit code."""
-    with anyio.CancelScope(shield=True):
-        if proc.returncode is None and grace_s > 0:
-            with anyio.move_on_after(grace_s):
-                await proc.wait()
-        if proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-        await proc.aclose()
-    return proc.returncode
-
-
-def _child_env() -> dict[str, str]:
-    """The parent's environment; plus the directory hlmem was imported from when that is not a
-    site directory (a source checkout put on ``sys.path`` at run time)."""
-    env = dict(os.environ)
-    root = Path(__file__).resolve().parent.parent
-    sites = {Path(p).resolve() for p in [*site.getsitepackages(), site.getusersitepackages()]}
-    if root not in sites:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH")) if p)
-    return env
-
-
 # --- the child --------------------------------------------------------------------------------
-
-
-def _read(inp: BinaryIO) -> Any:
-    """The next request, or ``None`` at end of input (the parent closed it, or died)."""
-    head = inp.read(HEADER.size)
-    if len(head) < HEADER.size:
-        return None
-    (size,) = HEADER.unpack(head)
-    payload = inp.read(size)
-    if len(payload) < size:
-        return None
-    return pickle.loads(payload)
-
-
-def _send(out: BinaryIO, obj: Any) -> None:
-    out.write(_frame(obj))
-    out.flush()
 
 
 def serve(path: Path, cfg: StoreConfig, inp: BinaryIO, out: BinaryIO) -> int:
@@ -341,12 +270,12 @@ def serve(path: Path, cfg: StoreConfig, inp: BinaryIO, out: BinaryIO) -> int:
                 connect_sync(path, cfg.model_copy(update={"load_vec": False}), module)[0]
             )
     except Exception as exc:
-        _send(out, ("error", type(exc).__name__, f"cannot open {path}: {exc}"))
+        send(out, ("error", type(exc).__name__, f"cannot open {path}: {exc}"))
         return 1
     checkpointer.start()
     try:
-        _send(out, ("ready", os.getpid(), module.__name__, module.sqlite_version))
-        while (request := _read(inp)) is not None:
+        send(out, ("ready", os.getpid(), module.__name__, module.sqlite_version))
+        while (request := read(inp)) is not None:
             groups, now = request
             try:
                 with errors.mapped():
@@ -357,7 +286,7 @@ def serve(path: Path, cfg: StoreConfig, inp: BinaryIO, out: BinaryIO) -> int:
             except Exception as exc:
                 log.exception("group commit failed", extra={"action": "group_commit_failed"})
                 reply = ("error", type(exc).__name__, str(exc))
-            _send(out, reply)
+            send(out, reply)
             checkpointer.nudge()
     except BrokenPipeError:  # the parent is gone; what was committed stays committed
         pass
@@ -377,13 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store-config", default="{}", help="the [store] settings as JSON")
     args = parser.parse_args(argv)
     # Only end of input stops the child: its parent may still be committing what is pending.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    # Frames go to a private copy of stdout; fd 1 becomes stderr, so that nothing printed by
-    # accident (by us, a library or a C extension) can corrupt the protocol.
-    out = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
+    out = become_child()
     cfg = StoreConfig.model_validate_json(args.store_config)
     try:
         return serve(args.db, cfg, sys.stdin.buffer, out)

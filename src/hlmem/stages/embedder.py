@@ -4,12 +4,13 @@ version hash.
 Claims arrive from conflict once placed; raw events from the extractor once their window is
 indexed for full-text recall, so recall's vector channel covers what no extractor turned into a
 claim. An event is embedded by its first ``embedder.event_max_chars`` characters. Texts are
-embedded in batches of ``embedder.batch_size``: by the local embedder (in a worker thread; no
-model, no network) or through the gateway's embeddings call. A vector row is keyed by (owner,
-model id) and carries the model's version hash; vectors of different models are never
-compared, because recall asks for one model's rows. An owner already holding a vector of the
-configured model and version is skipped, so a replay embeds nothing twice; one deleted since it
-was read (a forget) gets none.
+embedded in batches of ``embedder.batch_size``: by the local embedder (in a worker thread, or
+for a big batch in the pipeline's CPU helper child, :mod:`hlmem.offload`; no model, no network)
+or through the gateway's embeddings call. A vector row is keyed by (owner, model id) and
+carries the model's version hash; vectors of different models are never compared, because
+recall asks for one model's rows. An owner already holding a vector of the configured model
+and version is skipped, so a replay embeds nothing twice; one deleted since it was read (a
+forget) gets none.
 
 When the configured model changes, claims and events without a vector of the new one are found
 by a backfill job (``EmbedClaims`` with no ids) that the stage's tick enqueues, at most one at a
@@ -21,7 +22,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import numpy as np
@@ -36,6 +37,9 @@ from hlmem.queue import JobSpec
 from hlmem.stages.base import Stage
 from hlmem.store import Store, SyncTx
 from hlmem.text import content_hash
+
+if TYPE_CHECKING:  # not imported at run time: ``python -m hlmem.offload`` must not find it loaded
+    from hlmem.offload import Offloader
 
 BACKFILL_KEY = "embedder:backfill"
 
@@ -67,6 +71,8 @@ class Embedder(Stage[_Embedded]):
         clock: Clock,
         cfg: EmbedderConfig,
         gateway: Gateway | None = None,
+        *,
+        offloader: Offloader | None = None,
     ) -> None:
         if cfg.provider != "local" and gateway is None:
             raise ValueError(f"embedder.provider {cfg.provider!r} needs a gateway")
@@ -76,6 +82,7 @@ class Embedder(Stage[_Embedded]):
         self.gateway = gateway
         self.tick_interval_s = cfg.backfill_interval_s
         self.local = LocalEmbedder(cfg.dim) if cfg.provider == "local" else None
+        self.offloader = offloader if self.local is not None else None
         self.model_id, self.model_version = model_identity(cfg)
 
     @property
@@ -116,6 +123,10 @@ class Embedder(Stage[_Embedded]):
         if not texts:
             return np.zeros((0, self.cfg.dim), dtype=np.float32)
         if self.local is not None:
+            if self.offloader is not None and len(texts) >= self.offloader.min_texts:
+                vectors = await self.offloader.embed(texts, dim=self.cfg.dim)
+                if vectors is not None:
+                    return vectors
             return await anyio.to_thread.run_sync(self.local.embed, texts)
         assert self.gateway is not None
         parts = []

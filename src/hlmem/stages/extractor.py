@@ -6,8 +6,9 @@ and decides source admission per event *before any model is called*: under prove
 and subagent sessions, …) are left out of what the extractor sees, and a window with nothing
 left costs no call at all; neither does a window whose user turns are only acknowledgements,
 thanks or one-off commands (:func:`hlmem.admission.worth_extracting`). The rest goes to the
-rules extractor (in a worker thread) or, with ``extractor.kind = "model"``, to one structured
-chat call per window through the gateway; an answer that does not parse gets
+rules extractor (in a worker thread, or for a big batch in the pipeline's CPU helper child,
+:mod:`hlmem.offload`) or, with ``extractor.kind = "model"``, to one structured chat call per
+window through the gateway; an answer that does not parse gets
 ``repair_attempts`` repair calls, then the job is dead-lettered with the raw answer kept. One
 window's failure fails only its own job (``job_errors``).
 
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 from itertools import groupby
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -56,6 +57,9 @@ from hlmem.rules import RulesExtractor
 from hlmem.stages.base import Stage
 from hlmem.store import Store, SyncTx
 from hlmem.text import content_hash, derived_id
+
+if TYPE_CHECKING:  # not imported at run time: ``python -m hlmem.offload`` must not find it loaded
+    from hlmem.offload import Extraction, Offloader
 
 #: origins and session kinds whose events are replayed history: a claim's recorded time is
 #: then the event's own timestamp, not the time hlmem ingested it
@@ -139,6 +143,7 @@ class Extractor(Stage[Extracted]):
         *,
         lexicon: Lexicon | None = None,
         gateway: Gateway | None = None,
+        offloader: Offloader | None = None,
     ) -> None:
         cfg = cfg or Config()
         lexicon = lexicon or default_lexicon()
@@ -150,6 +155,9 @@ class Extractor(Stage[Extracted]):
         self.lexicon = lexicon
         self.gateway = gateway
         self.rules = RulesExtractor(lexicon)
+        # The helper child knows only the built-in lexicon and the rules extractor.
+        offloads = cfg.extractor.kind != "model" and lexicon.digest == default_lexicon().digest
+        self.offloader = offloader if offloads else None
         self.policy = admission.SourcePolicy(
             mode=cfg.admission.mode,
             untrusted_origins=frozenset(cfg.admission.untrusted_origins),
@@ -175,20 +183,13 @@ class Extractor(Stage[Extracted]):
             else {}
         )
         todo = [w for w in out if w.worth_extracting]
-
-        def index() -> None:
-            by_window = {w.window.window_id: w for w in out}
-            for r in first:
-                body = event_body(contents.get(r[3], r[10]))
-                by_window[r[0]].fts.append(("event", r[3], r[1], body))
-
-        def run() -> None:
-            index()
-            if self.cfg.extractor.kind != "model":
-                for w in todo:
-                    w.drafts = self.rules.extract(w.window)
-
-        await anyio.to_thread.run_sync(run)
+        texts = [contents.get(r[3], r[10]) for r in first]
+        bodies, drafts = await self._compute(out, todo, texts)
+        by_id = {w.window.window_id: w for w in out}
+        for r, body in zip(first, bodies, strict=True):
+            by_id[r[0]].fts.append(("event", r[3], r[1], body))
+        for w, window_drafts in zip(todo, drafts, strict=False):  # no drafts with a model
+            w.drafts = window_drafts
         if self.cfg.extractor.kind == "model":
             async with anyio.create_task_group() as tg:
                 for w in todo:
@@ -200,6 +201,24 @@ class Extractor(Stage[Extracted]):
             spec.payload_json  # noqa: B018 - serialised here, not on the writer thread
         prepared.planned = (frozenset(w.window.window_id for w in ok), outputs)
         return prepared
+
+    async def _compute(
+        self, windows: list[_Window], todo: list[_Window], texts: list[str]
+    ) -> Extraction:
+        """The full-text bodies of ``texts`` and the rules' drafts of each window of ``todo``
+        (none with a model): in the helper child for a big batch, else in a worker thread."""
+        if self.offloader is not None and len(windows) >= self.offloader.min_windows:
+            done = await self.offloader.extract([w.window for w in todo], texts)
+            if done is not None:
+                return done
+
+        def run() -> Extraction:
+            bodies = [event_body(t) for t in texts]
+            if self.cfg.extractor.kind == "model":
+                return bodies, []
+            return bodies, [self.rules.extract(w.window) for w in todo]
+
+        return await anyio.to_thread.run_sync(run)
 
     def _window(self, job_id: int, rows: list[Any]) -> _Window:
         sources: dict[str, _Source] = {}

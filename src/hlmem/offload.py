@@ -1,0 +1,347 @@
+"""The CPU helper child (``pipeline.offload = "auto"``): the pipeline's pure CPU work, elsewhere.
+
+The inline pipeline shares one GIL between its event loop, aiosqlite's threads and the worker
+threads of ``prepare``. The extractor's rules (per window) and full-text bodies (per event) hold
+that GIL for about a third of the pipeline's time, and the local embedder for a tenth more. A
+child process (``python -m hlmem.offload``) with its own interpreter does that work while the
+parent's GIL serves everything else; on a machine with two cores or more the pipeline gets
+faster and the parent uses less CPU.
+
+What the child computes is pure: :func:`hlmem.event_terms.event_body` of event texts, the
+drafts of the rules extractor over the built-in lexicon, and :class:`hlmem.embedding.
+LocalEmbedder` vectors; the same input gives the same output in any process. So the child is
+never needed for correctness: a batch it cannot take (none ready yet, it died, it answered an
+error) is computed in the parent's worker thread as without it, with identical results. A stage
+sends it only batches big enough to pay for the round trip (``pipeline.offload_min_windows``,
+``pipeline.offload_min_texts``); one with a custom lexicon never does (the child knows only the
+built-in one).
+
+Protocol, over the child's stdin and stdout: :mod:`hlmem.childio` frames of plain data.
+
+- child -> parent, once, after loading jieba and the part-of-speech tagger: ``("ready", pid)``.
+- parent -> child: ``("extract", windows, texts)``, each window as plain tuples
+  (:func:`window_tuple`); or ``("embed", dim, texts)``.
+- child -> parent: ``("ok", result)`` — ``(bodies, drafts per window)`` with each draft as
+  tuples (:func:`draft_tuple`; decoding them costs the parent ~15 % less than unpickling
+  ``ClaimDraft`` objects, and they are ~30 % smaller), or the vectors as packed float32 bytes —
+  or ``("error", class_name, message)``.
+
+Lifecycle. :meth:`Offloader.run` is a task of the pipeline's task group. It starts the child in
+the background once big batches have brought ``pipeline.offload_start_after_texts`` texts: a
+child costs ~3 s of CPU to start and a short burst is over before it is ready, so it is started
+for sustained volume only. Every batch until it is ready runs in the thread. One request is in
+flight at a time. A child that cannot start, dies or answers an error is a failure: it is
+logged, the batch runs in the thread, and the next big batch starts a new child; after
+:data:`MAX_FAILURES` the pipeline stays in-thread. When the pipeline stops, ``run`` is cancelled
+and closes the child's stdin; the child exits at the end of its input (as it does when the
+parent dies) and is reaped, or killed after :data:`CLOSE_TIMEOUT_S`. It ignores SIGINT and
+SIGTERM, like the writer child.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any, BinaryIO
+
+import anyio
+import numpy as np
+from anyio.abc import Process, TaskStatus
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from hlmem import childio
+from hlmem.clock import iso, parse_iso
+from hlmem.config import PipelineConfig
+from hlmem.messages import ClaimDraft, EvidenceSpan, Role, WindowPiece, WindowText
+
+log = logging.getLogger(__name__)
+
+START_TIMEOUT_S = 60.0  # interpreter start-up, imports and jieba, on a busy machine
+REPLY_TIMEOUT_S = 60.0  # a batch takes well under a second; a child this late is stuck
+CLOSE_TIMEOUT_S = 5.0  # an idle child exits at once on end of input; kill it after this
+#: failures (could not start, died, answered an error) after which batches stay in-thread
+MAX_FAILURES = 3
+
+Vectors = np.ndarray[Any, np.dtype[np.float32]]
+#: full-text bodies of the texts, and the drafts of each window
+Extraction = tuple[list[str], list[list[ClaimDraft]]]
+
+_DRAFT_FIELDS = tuple(f for f in ClaimDraft.model_fields if f != "evidence")
+
+
+# --- plain-data codecs, used on both sides -----------------------------------------------------
+
+
+def window_tuple(window: WindowText) -> tuple[Any, ...]:
+    """A window as plain tuples (occurred_at as ISO text, role as its value)."""
+    pieces = tuple(
+        (
+            p.event_id,
+            p.chunk_no,
+            p.chunk_count,
+            p.start_char,
+            p.end_char,
+            p.role.value,
+            p.text,
+            iso(p.occurred_at),
+        )
+        for p in window.pieces
+    )
+    return (window.window_id, window.namespace, window.session_id, pieces)
+
+
+def window_from(values: tuple[Any, ...]) -> WindowText:
+    """The window of :func:`window_tuple`, built without validation (as the extractor does)."""
+    window_id, namespace, session_id, pieces = values
+    return WindowText.model_construct(
+        window_id=window_id,
+        namespace=namespace,
+        session_id=session_id,
+        pieces=tuple(
+            WindowPiece.model_construct(
+                event_id=event_id,
+                chunk_no=chunk_no,
+                chunk_count=chunk_count,
+                start_char=start_char,
+                end_char=end_char,
+                role=Role(role),
+                text=text,
+                occurred_at=parse_iso(occurred_at),
+            )
+            for event_id, chunk_no, chunk_count, start_char, end_char, role, text, occurred_at in (
+                pieces
+            )
+        ),
+    )
+
+
+def draft_tuple(draft: ClaimDraft) -> tuple[Any, ...]:
+    """A draft as plain tuples: its fields in model order, then its evidence spans."""
+    evidence = tuple((e.event_id, e.quote, e.start_char, e.end_char) for e in draft.evidence)
+    return (*(getattr(draft, f) for f in _DRAFT_FIELDS), evidence)
+
+
+def draft_from(values: tuple[Any, ...]) -> ClaimDraft:
+    """The draft of :func:`draft_tuple`, built without validation (the child built it validated)."""
+    fields = dict(zip(_DRAFT_FIELDS, values, strict=False))
+    fields["evidence"] = tuple(
+        EvidenceSpan.model_construct(event_id=e, quote=q, start_char=s, end_char=end)
+        for e, q, s, end in values[-1]
+    )
+    return ClaimDraft.model_construct(**fields)
+
+
+# --- the parent's side ------------------------------------------------------------------------
+
+
+class Offloader:
+    """The parent's handle on the CPU helper child; owned by the pipeline.
+
+    ``extract`` and ``embed`` return ``None`` whenever the child cannot take the batch (none is
+    ready yet, it failed, it failed too often): the caller then computes the batch itself.
+    """
+
+    def __init__(self, cfg: PipelineConfig) -> None:
+        self.min_windows = cfg.offload_min_windows
+        self.min_texts = cfg.offload_min_texts
+        self.start_after_texts = cfg.offload_start_after_texts
+        #: texts of the big batches seen while no child ran
+        self.demand = 0
+        self.starts = 0
+        self.failures = 0
+        #: batches the child computed, by operation
+        self.served = {"extract": 0, "embed": 0}
+        self._proc: Process | None = None
+        self._rx: BufferedByteReceiveStream | None = None
+        self._running = False
+        self._wanted = anyio.Event()
+        self._lock = anyio.Lock()
+
+    @property
+    def pid(self) -> int | None:
+        """The ready child's pid (``None`` while none is)."""
+        return None if self._proc is None else self._proc.pid
+
+    @property
+    def given_up(self) -> bool:
+        """Too many failures: every batch runs in the thread from now on."""
+        return self.failures >= MAX_FAILURES
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Start a child whenever a batch asks for one and none runs, until cancelled (or given
+        up); then close the child."""
+        self._running = True
+        task_status.started()
+        try:
+            while not self.given_up:
+                await self._wanted.wait()
+                self._wanted = anyio.Event()
+                if self._proc is None and not self.given_up:
+                    await self._start()
+        finally:
+            self._running = False
+            await self.aclose()
+
+    async def extract(
+        self, windows: Sequence[WindowText], texts: Sequence[str]
+    ) -> Extraction | None:
+        """The full-text body of each of ``texts`` and the built-in rules' drafts of each window,
+        computed in the child; ``None`` when it cannot take them (compute them in the thread)."""
+        if not self._ready(len(texts)):
+            return None
+        reply = await self._request(("extract", [window_tuple(w) for w in windows], list(texts)))
+        if reply is None:
+            return None
+        bodies, drafts = reply
+        return bodies, [[draft_from(d) for d in per_window] for per_window in drafts]
+
+    async def embed(self, texts: Sequence[str], *, dim: int) -> Vectors | None:
+        """The local embedder's ``(len(texts), dim)`` vectors of ``texts``, computed in the child;
+        ``None`` when it cannot take them (compute them in the thread)."""
+        if not self._ready(len(texts)):
+            return None
+        reply = await self._request(("embed", dim, list(texts)))
+        if reply is None:
+            return None
+        vectors: Vectors = np.frombuffer(reply, dtype=np.float32).reshape(len(texts), dim)
+        return vectors
+
+    def _ready(self, texts: int) -> bool:
+        """Whether a child can take a batch of ``texts`` now; when none runs and the demand
+        has reached ``start_after_texts``, ``run`` is asked to start one (in the background:
+        this batch does not wait for it)."""
+        if self._proc is None:
+            self.demand += texts
+            if self._running and not self.given_up and self.demand >= self.start_after_texts:
+                self._wanted.set()
+            return False
+        return True
+
+    async def _request(self, request: tuple[Any, ...]) -> Any:
+        data = childio.frame(request)
+        async with self._lock:  # one request in flight: replies come back in order
+            proc, rx = self._proc, self._rx
+            if proc is None or rx is None:  # lost while this request waited
+                return None
+            assert proc.stdin is not None
+            # Once sent, the reply is awaited even by a cancelled caller: the next request
+            # would read it otherwise.
+            with anyio.CancelScope(shield=True):
+                try:
+                    with anyio.fail_after(REPLY_TIMEOUT_S):
+                        await proc.stdin.send(data)
+                        reply = await childio.receive(rx)
+                except Exception as exc:  # gone, stuck, or out of step: none of it is usable
+                    late = isinstance(exc, TimeoutError)
+                    self._proc = self._rx = None
+                    code = await childio.reap(proc, 0.0 if late else childio.EXIT_GRACE_S)
+                    self._failed("stuck" if late else "lost", f"{exc!r}, exit code {code}")
+                    return None
+        if reply[0] != "ok":
+            self._failed("answered an error", f"{reply[1]}: {reply[2]}")
+            return None
+        self.served[request[0]] += 1
+        return reply[1]
+
+    async def _start(self) -> None:
+        self.starts += 1
+        command = [sys.executable, "-m", "hlmem.offload"]
+        try:
+            proc, rx, hello = await childio.spawn(command, timeout_s=START_TIMEOUT_S)
+        except (OSError, childio.ChildExited) as exc:
+            self._failed("could not start", str(exc))
+            return
+        self._proc, self._rx = proc, rx
+        log.info(
+            "offload child started",
+            extra={"action": "offload_started", "pid": hello[1], "starts": self.starts},
+        )
+
+    def _failed(self, what: str, detail: str) -> None:
+        self.failures += 1
+        log.warning(
+            "offload child %s (%s); computing in the thread",
+            what,
+            detail,
+            extra={"action": "offload_failed", "failures": self.failures},
+        )
+        if self.given_up:
+            log.warning(
+                "offload child failed %d times; computing every batch in the thread",
+                self.failures,
+                extra={"action": "offload_given_up", "failures": self.failures},
+            )
+            self._wanted.set()  # wakes ``run``, which stops and closes a child still running
+
+    async def aclose(self) -> None:
+        """Let the child finish (end of input) and reap it; kill it if it does not exit."""
+        with anyio.CancelScope(shield=True):
+            async with self._lock:  # after the request in flight, if any
+                proc, self._proc, self._rx = self._proc, None, None
+                if proc is None:
+                    return
+                code = await childio.finish(proc, CLOSE_TIMEOUT_S)
+        log.info(
+            "offload child stopped",
+            extra={"action": "offload_stopped", "exit_code": code, "served": self.served},
+        )
+
+
+# --- the child --------------------------------------------------------------------------------
+
+
+def serve(inp: BinaryIO, out: BinaryIO) -> int:
+    """Load the language data, say ready, then answer every request read from ``inp``."""
+    # Imported here: the parent imports this module without needing any of them.
+    from hlmem import atoms, segment
+    from hlmem.embedding import LocalEmbedder
+    from hlmem.event_terms import event_body
+    from hlmem.lexicon import default_lexicon
+    from hlmem.rules import RulesExtractor
+
+    segment.load()
+    atoms.load()
+    rules = RulesExtractor(default_lexicon())
+    embedders: dict[int, LocalEmbedder] = {}
+
+    def handle(request: tuple[Any, ...]) -> Any:
+        if request[0] == "extract":
+            _, windows, texts = request
+            bodies = [event_body(t) for t in texts]
+            drafts = [[draft_tuple(d) for d in rules.extract(window_from(w))] for w in windows]
+            return bodies, drafts
+        if request[0] == "embed":
+            _, dim, texts = request
+            if dim not in embedders:
+                embedders[dim] = LocalEmbedder(dim)
+            return embedders[dim].embed(texts).tobytes()
+        raise ValueError(f"unknown request {request[0]!r}")
+
+    try:
+        childio.send(out, ("ready", os.getpid()))
+        while (request := childio.read(inp)) is not None:
+            try:
+                reply: tuple[Any, ...] = ("ok", handle(request))
+            except Exception as exc:
+                log.exception("offload request failed", extra={"action": "offload_error"})
+                reply = ("error", type(exc).__name__, str(exc))
+            childio.send(out, reply)
+    except BrokenPipeError:  # the parent is gone
+        pass
+    return 0
+
+
+def main() -> int:
+    out = childio.become_child()
+    try:
+        return serve(sys.stdin.buffer, out)
+    finally:
+        with contextlib.suppress(BrokenPipeError):
+            out.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
