@@ -1,6 +1,6 @@
 """Re-derived full-text rows are the rows the pipeline writes: events re-indexed by
-:func:`hlmem.fts.fts_backfill` get the extractor's body, claims re-indexed by maintenance get
-the dedup stage's. Events and claims come in through the real pipeline, in Chinese and English;
+:func:`hlmem.fts.fts_backfill` get the extractor's body, claims re-indexed by it or by
+maintenance get the dedup stage's. Events and claims come in through the real pipeline, in Chinese and English;
 the assertions read the database file.
 """
 
@@ -72,4 +72,18 @@ async def test_maintenance_reindexes_claims_with_the_dedup_rows(db_path: Path, l
             await tx.executemany(FTS_DELETE, [fts_key("claim", str(r[1])) for r in stored])
         report = await mem.maintain()
         assert report.reindex.rewritten == len(stored)
+        assert fts_rows(db_path, "claim") == stored
+
+
+@pytest.mark.parametrize("lang", sorted(TEXTS))
+async def test_backfilled_claims_get_the_dedup_rows(db_path: Path, lang: str) -> None:
+    """With their value and their slot's names in both languages, not their text alone."""
+    cfg = fast_config(maintenance={"enabled": False})
+    async with hlmem.open(db_path, config=cfg) as mem:
+        await ingest(mem, TEXTS[lang])
+        stored = fts_rows(db_path, "claim")
+        assert stored, "the rules extractor found no claim"
+        async with mem.store.transaction() as tx:
+            await tx.executemany(FTS_DELETE, [fts_key("claim", str(r[1])) for r in stored])
+        assert await fts_backfill(mem.store, batch_size=1) == len(stored)
         assert fts_rows(db_path, "claim") == stored

@@ -13,12 +13,13 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 import anyio
 
 from hlmem.errors import InputError
 from hlmem.event_terms import event_body
+from hlmem.lexicon import Lexicon, default_lexicon
 from hlmem.segment import index_text, query_terms, quote
 from hlmem.store import Store
 
@@ -188,9 +189,13 @@ def match_ids_read(
     )
 
 
-async def fts_backfill(store: Store, *, batch_size: int = 500) -> int:
+async def fts_backfill(
+    store: Store, *, batch_size: int = 500, lexicon: Lexicon | None = None
+) -> int:
     """Index every claim (not forgotten) and event that has no full-text row yet; return how
-    many rows were written.
+    many rows were written. Rows are the ones the pipeline writes: a claim's search text with
+    its value and its slot's names from ``lexicon`` (the built-in one by default), an event's
+    :func:`~hlmem.event_terms.event_body`.
 
     For a database that had items before migration 0004 (SQL cannot segment Chinese, so the
     migration leaves the index empty). Safe to run beside the pipeline and to interrupt:
@@ -198,6 +203,7 @@ async def fts_backfill(store: Store, *, batch_size: int = 500) -> int:
 
     :raises StoreError: a read or write failed.
     """
+    lexicon = lexicon or default_lexicon()
     written = 0
     for kind, query in _BACKFILL_QUERIES.items():
         after = 0
@@ -206,20 +212,22 @@ async def fts_backfill(store: Store, *, batch_size: int = 500) -> int:
             if not found:
                 break
             after = int(found[-1][0])
-            items: list[FtsItem] = [(kind, row[1], row[2], row[3]) for row in found]
-            params = await anyio.to_thread.run_sync(_rows, items)
+            params = await anyio.to_thread.run_sync(_rows, kind, found, lexicon)
             async with store.transaction() as tx:
                 await tx.executemany(FTS_INSERT, params)
             written += len(params)
     return written
 
 
-def _rows(items: list[FtsItem]) -> list[tuple[str, str, str, str]]:
-    # An event gets the body the extractor writes for it, so a backfilled event and a freshly
-    # extracted one are indexed alike.
-    return [
-        (kind, item_id, ns, event_body(text))
-        if kind == "event"
-        else fts_row(kind, item_id, ns, text)
-        for kind, item_id, ns, text in items
+def _rows(kind: FtsKind, found: list[Any], lexicon: Lexicon) -> list[tuple[str, str, str, str]]:
+    if kind == "event":  # the body the extractor writes, so both index an event alike
+        return [(kind, row[1], row[2], event_body(row[3])) for row in found]
+    return [  # the search text dedup writes for a new claim
+        fts_row(
+            kind,
+            row[1],
+            row[2],
+            claim_search_text(row[3], row[4], row[5], lexicon.search_words(row[5])),
+        )
+        for row in found
     ]

@@ -96,8 +96,9 @@ ORDER BY f.rowid DESC
 LIMIT :limit;
 
 -- name: fts_unindexed_claims
--- Claims after rowid :after without a full-text row (backfill), forgotten ones excepted.
-SELECT c.rowid, c.id, c.namespace, c.text FROM claims c
+-- Claims after rowid :after without a full-text row (backfill), forgotten ones excepted, with
+-- the value and predicate their search text adds (hlmem.fts.claim_search_text).
+SELECT c.rowid, c.id, c.namespace, c.text, c.value, c.predicate FROM claims c
 WHERE c.rowid > :after AND c.status != 'forgotten'
   AND NOT EXISTS (SELECT 1 FROM recall_docs d WHERE d.kind = 'claim' AND d.item_id = c.id)
 ORDER BY c.rowid
