@@ -1,7 +1,7 @@
 """Re-derived full-text rows are the rows the pipeline writes: events re-indexed by
 :func:`hlmem.fts.fts_backfill` get the extractor's body, claims re-indexed by it or by
-maintenance get the dedup stage's. Events and claims come in through the real pipeline, in Chinese and English;
-the assertions read the database file.
+maintenance get the dedup stage's. Events and claims come in through the real pipeline, in
+Chinese and English; the assertions read the database file.
 """
 
 from __future__ import annotations
