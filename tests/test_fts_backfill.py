@@ -61,22 +61,9 @@ async def test_backfilled_events_get_the_extractors_rows(db_path: Path, lang: st
         assert fts_rows(db_path, "event") == extracted
 
 
+@pytest.mark.parametrize("how", ["maintenance", "backfill"])
 @pytest.mark.parametrize("lang", sorted(TEXTS))
-async def test_maintenance_reindexes_claims_with_the_dedup_rows(db_path: Path, lang: str) -> None:
-    cfg = fast_config(maintenance={"enabled": False})
-    async with hlmem.open(db_path, config=cfg) as mem:
-        await ingest(mem, TEXTS[lang])
-        stored = fts_rows(db_path, "claim")
-        assert stored, "the rules extractor found no claim"
-        async with mem.store.transaction() as tx:
-            await tx.executemany(FTS_DELETE, [fts_key("claim", str(r[1])) for r in stored])
-        report = await mem.maintain()
-        assert report.reindex.rewritten == len(stored)
-        assert fts_rows(db_path, "claim") == stored
-
-
-@pytest.mark.parametrize("lang", sorted(TEXTS))
-async def test_backfilled_claims_get_the_dedup_rows(db_path: Path, lang: str) -> None:
+async def test_rederived_claims_get_the_dedup_rows(db_path: Path, lang: str, how: str) -> None:
     """With their value and their slot's names in both languages, not their text alone."""
     cfg = fast_config(maintenance={"enabled": False})
     async with hlmem.open(db_path, config=cfg) as mem:
@@ -85,5 +72,8 @@ async def test_backfilled_claims_get_the_dedup_rows(db_path: Path, lang: str) ->
         assert stored, "the rules extractor found no claim"
         async with mem.store.transaction() as tx:
             await tx.executemany(FTS_DELETE, [fts_key("claim", str(r[1])) for r in stored])
-        assert await fts_backfill(mem.store, batch_size=1) == len(stored)
+        if how == "maintenance":
+            assert (await mem.maintain()).reindex.rewritten == len(stored)
+        else:
+            assert await fts_backfill(mem.store, batch_size=1) == len(stored)
         assert fts_rows(db_path, "claim") == stored
