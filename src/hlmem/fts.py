@@ -71,6 +71,12 @@ def namespace_token(namespace: str) -> str:
     return "ns" + namespace.encode("utf-8").hex() + "0"
 
 
+def _namespace_match(namespace: str) -> str:
+    """The MATCH clause for ``namespace``'s token in the ``ns`` column (the :token of the
+    full-text queries)."""
+    return f"ns : {quote(namespace_token(namespace))}"
+
+
 def _kind_filter(kinds: Collection[str]) -> tuple[bool, str | None]:
     """(anything to search, the one kind to keep or None for all)."""
     unknown = set(kinds) - set(KINDS)
@@ -152,7 +158,7 @@ async def fts_search_terms(
         "fts_search",
         {
             "terms": json.dumps([" AND ".join(quoted)] if every else quoted, ensure_ascii=False),
-            "token": f"ns : {quote(namespace_token(namespace))}",
+            "token": _namespace_match(namespace),
             "namespace": namespace,
             "kind": kind,
             "cap": rank_rows + 1,
@@ -182,7 +188,7 @@ def match_ids_read(
         "fts_match_ids",
         {
             "match": " AND ".join(quote(term) for term in terms),
-            "token": f"ns : {quote(namespace_token(namespace))}",
+            "token": _namespace_match(namespace),
             "namespace": namespace,
             "limit": limit,
         },

@@ -139,7 +139,6 @@ def _occurs(name: str, folded: str) -> bool:
     digits at an edge: "user" is not in "user-api", nor "api" in "user-api", nor "v1" in
     "v1.2"; "bob" is in "bob's" and in "i met bob." ("张三" may touch other Chinese
     characters: Chinese has no spaces between words)."""
-    size = len(folded)
     start = folded.find(name)
     while start >= 0:
         end = start + len(name)
@@ -147,7 +146,7 @@ def _occurs(name: str, folded: str) -> bool:
         joined_after = _latin(name[-1]) and _continues(folded, end, 1)
         if not (joined_before or joined_after):
             return True
-        start = folded.find(name, start + 1) if start + 1 < size else -1
+        start = folded.find(name, start + 1)
     return False
 
 

@@ -53,8 +53,8 @@ from hlmem.store import Store
 from hlmem.text import normalize
 from hlmem.vector_index import VectorIndex
 
-#: how many items one entity's full-text search adds to the items about it (the entity
-#: constraint); an entity matching more adds its best (or, when common, newest) ones
+#: how many items mentioning one entity's name (full text, newest first) join the items
+#: linked to it in the entity constraint
 ENTITY_SCAN = 1000
 _EVENT_IMPORTANCE = 0.3
 #: queries up to this long are segmented on the event loop (see ``Recaller._prepare``)
