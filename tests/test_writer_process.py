@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from helpers import (
 )
 
 import hlmem
+from hlmem.clock import iso
 from hlmem.config import Config, StoreConfig
 from hlmem.errors import ClosedError, StoreError
 from hlmem.memory import Memory
@@ -154,6 +156,40 @@ async def test_process_mode_stores_exactly_what_thread_mode_stores(tmp_path: Pat
     # one windower job per group commit, naming exactly the new events
     assert windower_event_ids(files["process"]) == ["e1", "e2", "e3", "a", "b", "c", "d", "same"]
     assert_consistent(files["process"])
+
+
+@pytest.mark.parametrize("mode", ["thread", "process"])
+async def test_the_group_commit_stamps_ids_and_times_the_caller_left_out(
+    tmp_path: Path, mode: str
+) -> None:
+    """An event without an id gets a fresh one from the commit, returned to its caller; one
+    without an occurred time gets the commit's recorded time, read from the memory's clock
+    once per group (the injectable clock, not the wall clock)."""
+    db = tmp_path / f"{mode}.db"
+    first = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+    clock = hlmem.ManualClock(first)
+    async with hlmem.open(
+        db, config=fast_config(ingest={"writer": mode}), clock=clock, pipeline="external"
+    ) as mem:
+        one = await mem.add_event("会话-1", "记住：我的猫叫小白")
+        clock.advance(3600)
+        said = datetime(2026, 3, 1, 8, 30, tzinfo=UTC)
+        batch = await mem.add_events(
+            [
+                {"session_id": "s-en", "content": "Remember that the prod DB is db-prod-2."},
+                {"session_id": "会话-1", "content": "我下周二去上海", "occurred_at": said},
+                {"session_id": "s-en", "content": "Mine", "event_id": "client-id"},
+                {"session_id": "s-en", "content": "Another one."},
+            ]
+        )
+    stored = rows(db, "SELECT id, occurred_at, recorded_at FROM events ORDER BY seq")
+    assert [r[0] for r in stored] == [one, *batch]
+    assert len(set(batch)) == 4 and batch[2] == "client-id"
+    assert all(i.startswith("ev_") for i in (one, batch[0], batch[1], batch[3]))
+    t1, t2 = iso(first), iso(first + timedelta(hours=1))
+    assert stored[0][1:] == (t1, t1)
+    assert [r[1:] for r in stored[1:]] == [(t2, t2), (iso(said), t2), (t2, t2), (t2, t2)]
+    assert_consistent(db)
 
 
 async def test_group_commits_from_many_concurrent_sessions(db_path: Path) -> None:

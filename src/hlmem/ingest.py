@@ -85,8 +85,13 @@ class EventWriter:
 
     # --- producer side ------------------------------------------------------------------------
 
-    def prepare(self, event: EventIn) -> EventRow:
+    def prepare(self, event: EventIn, *, stamp: bool = True) -> EventRow:
         """Validate limits and build the row; derive the defaults the caller left out.
+
+        ``stamp=False`` (the ingest paths, per event) leaves a missing event id and the
+        timestamps empty: the group commit fills them in for the whole group at once (one
+        clock read per group; ids made in the writer, off the event loop). With ``stamp=True``
+        the row is complete, for a caller that needs its event id before the commit.
 
         :raises ContentTooLarge: content over ``max_content_chars``.
         :raises InputError: metadata too large or not JSON-serialisable.
@@ -100,9 +105,9 @@ class EventWriter:
             raise InputError(f"metadata is not JSON-serialisable: {exc}") from exc
         if metadata_bytes > self.cfg.max_metadata_bytes:
             raise InputError(f"metadata is over {self.cfg.max_metadata_bytes} bytes")
-        recorded = iso(self.clock.now())
+        recorded = iso(self.clock.now()) if stamp else ""
         return (
-            event.event_id or new_id("ev"),
+            event.event_id or (new_id("ev") if stamp else ""),
             event.namespace or self.cfg.default_namespace,
             event.session_id,
             event.role.value,
@@ -199,13 +204,13 @@ class EventWriter:
         await self._pending.put(None)
 
     async def _commit_group(self, group: list[_Submission]) -> None:
-        groups, now = [s.rows for s in group], wall()
+        groups, now, recorded = [s.rows for s in group], wall(), iso(self.clock.now())
         try:
             if self.writer_process is not None:  # ingest.writer = "process"
-                results, backlog = await self.writer_process.commit(groups, now)
+                results, backlog = await self.writer_process.commit(groups, now, recorded)
             else:
                 results, backlog = await self.store.run_in_transaction(
-                    partial(self._write, groups, now)
+                    partial(self._write, groups, now, recorded)
                 )
         except Exception as exc:
             for sub in group:
@@ -222,25 +227,40 @@ class EventWriter:
 
     @staticmethod
     def _write(
-        groups: list[list[EventRow]], now: float, tx: SyncTx
+        groups: list[list[EventRow]], now: float, recorded: str, tx: SyncTx
     ) -> tuple[list[list[tuple[str, bool]]], int]:
         """The group commit, on the writer thread (or in the writer child process): events,
         sessions, one windower job, and the backlog count (read in the same hop, so the
-        committer never stalls on it). ``tx.executemany`` puts the rows in as one JSON array
-        per statement on the writer thread (one GIL release per batch), row by row in the child.
+        committer never stalls on it). What ``prepare(stamp=False)`` left empty is filled in
+        here: a new event id, and ``recorded`` (the clock's time of this group, ISO) as the
+        recorded time and the default occurred time. ``tx.executemany`` puts the rows in as
+        one JSON array per statement on the writer thread (one GIL release per batch), row by
+        row in the child.
         """
-        ids = [row[0] for rows in groups for row in rows]
-        seen = {r[0] for r in tx.fetchall("existing_event_ids", (json.dumps(ids),))}
+        ids = [row[0] for rows in groups for row in rows if row[0]]  # the clients' ids
+        seen: set[str] = set()
+        if ids:
+            seen = {r[0] for r in tx.fetchall("existing_event_ids", (json.dumps(ids),))}
         new_rows: list[EventRow] = []
         results = []
         for rows in groups:
             out = []
             for row in rows:
-                duplicate = row[0] in seen
+                event_id = row[0] or new_id("ev")
+                duplicate = event_id in seen
                 if not duplicate:
-                    seen.add(row[0])
-                    new_rows.append((*row[:5], content_hash(row[4]), *row[6:]))
-                out.append((row[0], duplicate))
+                    seen.add(event_id)
+                    new_rows.append(
+                        (
+                            event_id,
+                            *row[1:5],
+                            content_hash(row[4]),
+                            row[6] or recorded,
+                            row[7] or recorded,
+                            *row[8:],
+                        )
+                    )
+                out.append((event_id, duplicate))
             results.append(out)
         if new_rows:
             sessions = {(r[1], r[2]): (r[1], r[2], r[9], r[7]) for r in new_rows}

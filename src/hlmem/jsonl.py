@@ -88,7 +88,9 @@ async def ingest_jsonl(
                 if not raw.strip():
                     continue
                 try:
-                    batch.append(mem.writer.prepare(coerce_event(parse_line(raw, number))))
+                    batch.append(
+                        mem.writer.prepare(coerce_event(parse_line(raw, number)), stamp=False)
+                    )
                 except InputError as exc:
                     rejected += 1
                     if len(errors) < MAX_ERRORS_KEPT:

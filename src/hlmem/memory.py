@@ -239,20 +239,25 @@ class Memory:
         :raises InputError: invalid fields (nothing is written).
         :raises ContentTooLarge: content over ``ingest.max_content_chars``.
         """
-        event = coerce_event(
-            {
-                "session_id": session_id,
-                "content": content,
-                "role": role,
-                "namespace": namespace,
-                "event_id": event_id,
-                "occurred_at": occurred_at,
-                "origin_class": origin_class,
-                "session_kind": session_kind,
-                "metadata": metadata or {},
-            }
+        # The validated event is not kept while the commit is awaited: what an in-flight
+        # call holds survives young garbage collections into the oldest generation, and at
+        # high rates that brings on full collections, which pause the event loop.
+        row = self.writer.prepare(
+            coerce_event(
+                {
+                    "session_id": session_id,
+                    "content": content,
+                    "role": role,
+                    "namespace": namespace,
+                    "event_id": event_id,
+                    "occurred_at": occurred_at,
+                    "origin_class": origin_class,
+                    "session_kind": session_kind,
+                    "metadata": metadata or {},
+                }
+            ),
+            stamp=False,
         )
-        row = self.writer.prepare(event)
         return (await self.writer.submit([row]))[0][0]
 
     async def add_events(self, events: Iterable[EventIn | dict[str, Any]]) -> list[str]:
@@ -264,7 +269,7 @@ class Memory:
         rows = []
         for index, item in enumerate(events):
             try:
-                rows.append(self.writer.prepare(coerce_event(item)))
+                rows.append(self.writer.prepare(coerce_event(item), stamp=False))
             except InputError as exc:
                 raise InputError(f"event {index}: {exc}") from exc
         out: list[str] = []

@@ -25,8 +25,8 @@ pickle of plain tuples).
 
 - child -> parent, once: ``("ready", pid, driver, sqlite_version)``, or
   ``("error", class_name, message)`` when the database cannot be opened (then it exits 1).
-- parent -> child, per group commit: ``(groups, now)`` — the prepared ``EventRow`` tuples of
-  each submission, and the job timestamp.
+- parent -> child, per group commit: ``(groups, now, recorded)`` — the prepared ``EventRow``
+  tuples of each submission, the job timestamp, and the group's recorded time (ISO).
 - child -> parent, per group commit: ``("ok", (results, backlog))`` — ``(event id,
   was_duplicate)`` per row in submission order, and the backlog count read in the same
   transaction — or ``("error", class_name, message)`` after a rollback.
@@ -164,14 +164,16 @@ class WriterProcess:
             extra={"action": "writer_process_started", "pid": proc.pid, "driver": hello[2]},
         )
 
-    async def commit(self, groups: list[list[Any]], now: float) -> tuple[Results, int]:
+    async def commit(
+        self, groups: list[list[Any]], now: float, recorded: str
+    ) -> tuple[Results, int]:
         """Commit one group in the child: ``(results per submission, backlog)``.
 
         :raises StoreError: the child died before replying (the outcome is unknown), could not
             be restarted, or the transaction failed (``StoreBusy`` and ``ImmutableEvent`` as in
             thread mode).
         """
-        request = frame((groups, now))
+        request = frame((groups, now, recorded))
         if self._busy:
             raise RuntimeError("WriterProcess.commit is not reentrant: one committer at a time")
         self._busy = True
@@ -276,11 +278,11 @@ def serve(path: Path, cfg: StoreConfig, inp: BinaryIO, out: BinaryIO) -> int:
     try:
         send(out, ("ready", os.getpid(), module.__name__, module.sqlite_version))
         while (request := read(inp)) is not None:
-            groups, now = request
+            groups, now, recorded = request
             try:
                 with errors.mapped():
                     result = transact_sync(
-                        conn, partial(EventWriter._write, groups, now), json_rows=False
+                        conn, partial(EventWriter._write, groups, now, recorded), json_rows=False
                     )
                 reply: tuple[Any, ...] = ("ok", result)
             except Exception as exc:

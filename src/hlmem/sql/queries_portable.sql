@@ -183,10 +183,11 @@ WHERE NOT EXISTS (SELECT 1 FROM tombstones t
                     AND t.key = json_extract(j.value, '$[1]'));
 
 -- name: restore_content_events
--- Events with one of the given [namespace, content hash] keys (a content tombstone's events).
+-- Events with one of the given [namespace, content hash] keys (a content tombstone's events):
+-- one scan of the events (no index by content hash: migration 0008 says why).
 SELECT e.id FROM events e
-JOIN json_each(?) j ON e.namespace = json_extract(j.value, '$[0]')
-                   AND e.content_hash = json_extract(j.value, '$[1]');
+WHERE (e.namespace, e.content_hash) IN (
+    SELECT json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]') FROM json_each(?) j);
 
 -- name: import_known_sessions
 -- Which of the given [namespace, session id] pairs are sessions already.

@@ -22,8 +22,6 @@ CREATE INDEX claims_ttl ON claims (scope, valid_to)
 
 CREATE INDEX claims_window ON claims (window_id) WHERE window_id IS NOT NULL;
 
-CREATE INDEX events_hash ON events (namespace, content_hash);
-
 CREATE INDEX events_session ON events (namespace, session_id, seq);
 
 CREATE INDEX evidence_event ON evidence (event_id);
