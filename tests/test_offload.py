@@ -20,14 +20,16 @@ import pytest
 from helpers import fast_config, rows, wait_until
 
 import hlmem
-from hlmem.config import Config, PipelineConfig
+from hlmem.admission import gate, window_worth_extracting
+from hlmem.config import Config, PipelineConfig, WindowerConfig
 from hlmem.embedding import LocalEmbedder
 from hlmem.event_terms import event_body
 from hlmem.lexicon import default_lexicon
 from hlmem.memory import Memory
-from hlmem.messages import Role, WindowPiece, WindowText
-from hlmem.offload import Offloader
+from hlmem.messages import EventsAdded, Job, Role, WindowPiece, WindowText
+from hlmem.offload import Offloader, window_tuple
 from hlmem.rules import RulesExtractor
+from hlmem.stages.windower import Windower
 
 pytestmark = pytest.mark.anyio
 
@@ -36,7 +38,12 @@ CHILD_READY_S = 60.0  # interpreter, imports and jieba, on a busy machine
 
 def offload_config(**pipeline: object) -> Config:
     """The first batch starts the child, and every batch goes to it once it is ready."""
-    small = {"offload_min_windows": 1, "offload_min_texts": 1, "offload_start_after_texts": 1}
+    small = {
+        "offload_min_windows": 1,
+        "offload_min_texts": 1,
+        "offload_min_candidates": 1,
+        "offload_start_after_texts": 1,
+    }
     return fast_config(pipeline={**small, **pipeline}, windower={"max_events": 4})
 
 
@@ -171,8 +178,39 @@ def windows() -> list[WindowText]:
     return out
 
 
+def chatter() -> list[WindowText]:
+    """Windows of acknowledgements and non-user turns only (zh and en)."""
+    at = datetime(2026, 3, 2, 9, tzinfo=UTC)
+    turns = [
+        [("user", "好的，谢谢"), ("assistant", "记住：明天下午三点开会")],
+        [("user", "ok thanks!")],
+    ]
+    return [
+        WindowText(
+            window_id=f"win-chat-{w}",
+            namespace="default",
+            session_id=f"chat-{w}",
+            pieces=tuple(
+                WindowPiece(
+                    event_id=f"ev-chat-{w}-{i}",
+                    chunk_no=0,
+                    chunk_count=1,
+                    start_char=0,
+                    end_char=len(text),
+                    role=Role(role),
+                    text=text,
+                    occurred_at=at,
+                )
+                for i, (role, text) in enumerate(pieces)
+            ),
+        )
+        for w, pieces in enumerate(turns)
+    ]
+
+
 async def test_the_child_computes_exactly_what_the_thread_computes() -> None:
-    batch = windows()
+    batch = [*windows(), *chatter()]
+    plain = [window_tuple(w) for w in batch]
     texts = [p.text for w in batch for p in w.pieces] + ["", "长" * 3000, "e-mail v1.2 1,000"]
     rules = RulesExtractor(default_lexicon())
     off = Offloader(PipelineConfig(offload_start_after_texts=len(texts) + 1))
@@ -181,24 +219,54 @@ async def test_the_child_computes_exactly_what_the_thread_computes() -> None:
             await tg.start(off.run)
             # no child yet: the caller computes the batch; a second one shows enough volume to
             # start one (in the background)
-            assert await off.extract(batch, texts) is None
+            assert await off.extract(plain, texts) is None
             await anyio.wait_all_tasks_blocked()
             assert off.starts == 0
-            assert await off.extract(batch, texts) is None
+            assert await off.extract(plain, texts) is None
             await wait_until(lambda: off.pid is not None, timeout_s=CHILD_READY_S)
             pid = off.pid
             assert pid is not None
 
-            got = await off.extract(batch, texts)
+            got = await off.extract(plain, texts)
             assert got is not None
             bodies, drafts = got
             assert bodies == [event_body(t) for t in texts]
-            expected = [rules.extract(w) for w in batch]
-            assert sum(map(len, expected)) >= 10
-            assert drafts == expected
-            assert [[d.model_dump_json() for d in ds] for ds in drafts] == [
-                [d.model_dump_json() for d in ds] for ds in expected
+            # a window of chatter is not worth extracting: no drafts, and no rules run on it
+            expected = [
+                rules.extract(w)
+                if window_worth_extracting((p.role, p.text) for p in w.pieces)
+                else None
+                for w in batch
             ]
+            assert expected[-2:] == [None, None]
+            assert sum(len(e or []) for e in expected) >= 10
+            assert drafts == expected
+            assert [[d.model_dump_json() for d in ds or []] for ds in drafts] == [
+                [d.model_dump_json() for d in ds or []] for ds in expected
+            ]
+
+            # admission's gate of every draft, and of variants it blocks (a secret in the
+            # value, a quote or the text; noise; a bare pronoun): the same verdicts and rules
+            flat = [d for ds in expected for d in ds or []]
+            variants = [
+                flat[0].model_copy(update={"value": "sk-" + "a1B2c3D4" * 4}),
+                flat[1].model_copy(update={"text": "我的密码是 password=Hunter2Secret!"}),
+                flat[2].model_copy(
+                    update={
+                        "evidence": (
+                            flat[2]
+                            .evidence[0]
+                            .model_copy(update={"quote": "AKIAIOSFODNN7EXAMPLE"}),
+                        )
+                    }
+                ),
+                flat[3].model_copy(update={"value": "好的"}),
+                flat[4].model_copy(update={"value": "it", "text": "it"}),
+            ]
+            verdicts = await off.gate([*flat, *variants])
+            assert verdicts == [gate(d) for d in [*flat, *variants]]
+            assert {v.decision for v in verdicts} == {"admit", "block"}
+            assert {v.rule for v in verdicts[-5:-2]} >= {"secret:password"}
 
             for dim in (384, 64):
                 vectors = await off.embed(texts, dim=dim)
@@ -210,10 +278,42 @@ async def test_the_child_computes_exactly_what_the_thread_computes() -> None:
             assert await off.embed(texts, dim=4) is None
             assert off.failures == 1
             assert off.pid == pid  # the child itself is fine
-            assert off.served == {"extract": 1, "embed": 2}
+            assert off.served == {"extract": 1, "embed": 2, "gate": 1}
             tg.cancel_scope.cancel()
     assert off.pid is None
     assert pid is not None and gone(pid)
+
+
+async def test_a_burst_the_windower_sees_starts_the_child() -> None:
+    """The windower counts the events of each batch it is given: a batch of at least
+    ``offload_min_texts`` events is a burst, and bursts adding up to
+    ``offload_start_after_texts`` start the child before any extractor batch asks."""
+    cfg = PipelineConfig(offload_min_texts=64, offload_start_after_texts=300)
+    off = Offloader(cfg)
+    windower = Windower(WindowerConfig(), hlmem.ManualClock(), offloader=off)
+
+    def job(n: int, size: int) -> Job:
+        ids = tuple(f"ev-{n}-{i}" for i in range(size))
+        return Job(id=n, kind="windower", payload=EventsAdded(event_ids=ids), attempts=0)
+
+    with anyio.fail_after(CHILD_READY_S):
+        async with anyio.create_task_group() as tg:
+            await tg.start(off.run)
+            await windower.prepare([job(1, 40), job(2, 20)])  # 60 events: a trickle
+            await windower.prepare([job(3, 63)])
+            assert off.demand == 0
+            await windower.prepare([job(4, 50), job(5, 50)])  # 100 events in one batch
+            assert off.demand == 100
+            await anyio.wait_all_tasks_blocked()
+            assert off.starts == 0
+            await windower.prepare([job(6, 200)])
+            assert off.demand == 300
+            await wait_until(lambda: off.pid is not None, timeout_s=CHILD_READY_S)
+            assert off.starts == 1
+            await windower.prepare([job(7, 500)])  # a running child needs no more demand
+            assert off.demand == 300
+            tg.cancel_scope.cancel()
+    assert off.pid is None
 
 
 # --- the pipeline: same file with and without the child -----------------------------------------
@@ -281,10 +381,11 @@ async def test_close_leaves_no_child_behind(db_path: Path) -> None:
 
 
 async def test_small_batches_never_start_a_child(db_path: Path) -> None:
-    cfg = offload_config(offload_min_windows=16, offload_min_texts=64)
+    cfg = offload_config(offload_min_windows=16, offload_min_texts=64, offload_min_candidates=64)
     async with hlmem.open(db_path, config=cfg, clock=hlmem.ManualClock()) as mem:
         off = offloader(mem)
-        # 36 events of 6 sessions: under 16 windows and 64 texts to embed per batch
+        # 36 events of 6 sessions: under 16 windows, 64 texts to embed and 64 proposed claims
+        # per batch
         await ingest(mem, [n for n in range(144) if n % 24 < 6])
         assert off.starts == 0 and off.pid is None and off.demand == 0
     assert rows(db_path, "SELECT count(*) FROM claims")[0][0] > 0
@@ -310,7 +411,8 @@ async def test_a_custom_lexicon_keeps_extraction_in_the_thread(
         ' rides {value}" }\nverbs = { zh = ["骑"], en = ["ride"] }\n',
         encoding="utf-8",
     )
-    cfg = offload_config(offload_min_texts=1_000_000)  # embeddings stay in the thread too
+    # embeddings and admission's gate (which no lexicon changes) stay in the thread too
+    cfg = offload_config(offload_min_texts=1_000_000, offload_min_candidates=1_000_000)
     cfg = cfg.model_copy(
         update={"extractor": cfg.extractor.model_copy(update={"lexicon_paths": [str(lexicon)]})}
     )
@@ -325,6 +427,7 @@ def test_offload_settings_are_checked() -> None:
     cfg = hlmem.load_config(env={})
     assert (cfg.pipeline.offload, cfg.pipeline.offload_min_windows) == ("auto", 16)
     assert cfg.pipeline.offload_min_texts == 64
+    assert cfg.pipeline.offload_min_candidates == 16
     assert cfg.pipeline.offload_start_after_texts == 2000
     env = {"HLMEM_PIPELINE__OFFLOAD": "off"}
     assert hlmem.load_config(env=env).pipeline.offload == "off"
@@ -332,6 +435,7 @@ def test_offload_settings_are_checked() -> None:
         {"offload": "always"},
         {"offload_min_windows": 0},
         {"offload_min_texts": -1},
+        {"offload_min_candidates": 0},
         {"offload_start_after_texts": -1},
     ]
     for bad in bad_values:

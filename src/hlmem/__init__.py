@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from hlmem.clock import Clock, ManualClock, SystemClock
 from hlmem.config import Config, load_config
 from hlmem.errors import (
@@ -19,7 +21,6 @@ from hlmem.errors import (
     StoreBusy,
     StoreError,
 )
-from hlmem.memory import Memory, Stats, open
 from hlmem.messages import (
     Claim,
     ClaimStatus,
@@ -32,7 +33,15 @@ from hlmem.messages import (
     SessionKind,
 )
 
+if TYPE_CHECKING:
+    from hlmem.memory import Memory, Stats, open
+
 __version__ = "0.1.0"
+
+#: public names of :mod:`hlmem.memory`, imported on first use: the library facade pulls in the
+#: store, the pipeline, recall and the gateway, which a process that only needs the language
+#: tools (the pipeline's CPU helper child, ``python -m hlmem.offload``) never loads
+_LAZY = frozenset({"Memory", "Stats", "open"})
 
 __all__ = [
     "Claim",
@@ -63,3 +72,13 @@ __all__ = [
     "load_config",
     "open",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from hlmem import memory
+
+        value = getattr(memory, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'hlmem' has no attribute {name!r}")

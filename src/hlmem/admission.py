@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from hlmem.errors import ConfigError
-from hlmem.messages import ClaimDraft, OriginClass, SessionKind
+from hlmem.messages import ClaimDraft, OriginClass, Role, SessionKind
 from hlmem.redaction import find_secrets as find_secrets
 from hlmem.redaction import redact as redact
 
@@ -323,6 +323,12 @@ def gate(draft: ClaimDraft) -> Decision:
     if pronouns_only or (len(value) == 1 and not _says_more(draft, value)):
         return Decision("block", "no_content")
     return Decision("admit", GATE_PASSED)
+
+
+def window_worth_extracting(pieces: Iterable[tuple[str, str]]) -> bool:
+    """Whether a window of ``(role, text)`` pieces is worth an extraction: any user turn
+    among them is :func:`worth_extracting`."""
+    return any(role == Role.USER and worth_extracting(text) for role, text in pieces)
 
 
 def worth_extracting(text: str) -> bool:

@@ -24,7 +24,6 @@ does no I/O and imports nothing from stages or the store.
 
 from __future__ import annotations
 
-import logging
 import re
 import threading
 import unicodedata
@@ -36,7 +35,7 @@ from itertools import pairwise
 from types import ModuleType
 from typing import NamedTuple
 
-from hlmem import atom_rules
+from hlmem import atom_rules, langdata
 from hlmem.text import normalize
 
 #: Default merge threshold for :func:`similarity`, calibrated on ``tests/atom_pairs.py``.
@@ -402,18 +401,17 @@ _pos_lock = threading.Lock()
 
 
 def load() -> None:
-    """Load the part-of-speech tagger now (its word-tag table; ~0.5 s once per process)."""
+    """Load the part-of-speech tagger now (its word-tag table and jieba's dictionary: ~0.3 s
+    once per process from :mod:`hlmem.langdata`'s cache, ~2 s without)."""
     _posseg()
 
 
 @lru_cache(maxsize=1)
 def _posseg() -> ModuleType:
-    import jieba
+    with _pos_lock:
+        langdata.load()  # initialises jieba.dt and imports the tagger
     import jieba.posseg  # type: ignore[import-untyped]
 
-    jieba.setLogLevel(logging.WARNING)
-    with _pos_lock:
-        jieba.initialize()
     posseg: ModuleType = jieba.posseg
     return posseg
 
@@ -727,6 +725,16 @@ def disagreements(a: Atoms, b: Atoms) -> list[str]:
     if only_a or only_b:
         out.append(f"entity {_show(only_a)} != {_show(only_b)}")
     return out
+
+
+def agree(a: Atoms, b: Atoms) -> bool:
+    """Whether every atom agrees: ``not disagreements(a, b)``, without writing the reasons
+    (the dedup stage's hot path asks this of every candidate and slot claim)."""
+    if a.subject != b.subject or a.polarity != b.polarity or a.negations != b.negations:
+        return False
+    if any(getattr(a, field) != getattr(b, field) for field, _ in _SET_FAMILIES):
+        return False
+    return all(_present(e, b) for e in a.entities) and all(_present(e, a) for e in b.entities)
 
 
 def entities_of(text: str) -> list[tuple[str, str]]:

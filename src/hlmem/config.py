@@ -86,11 +86,12 @@ class PipelineConfig(_Section):
     recovery_interval_s: float = Field(15.0, gt=0)
     drain_poll_s: float = Field(0.02, gt=0)
     # "auto": a CPU helper child process (hlmem.offload) computes the extractor's rules and
-    # full-text bodies, and local embeddings, of batches at least this big, once such batches
-    # have brought offload_start_after_texts texts (sustained volume); "off": never.
+    # full-text bodies, local embeddings and admission's gate, of batches at least this big,
+    # once bursts have brought offload_start_after_texts texts (sustained volume); "off": never.
     offload: Literal["auto", "off"] = "auto"
     offload_min_windows: int = Field(16, ge=1)
     offload_min_texts: int = Field(64, ge=1)
+    offload_min_candidates: int = Field(16, ge=1)
     offload_start_after_texts: int = Field(2_000, ge=0)
     windower: StageConfig = StageConfig(workers=1, batch_size=4, buffer_batches=2)
     extractor: StageConfig = StageConfig(workers=2, batch_size=32, buffer_batches=2)

@@ -7,35 +7,40 @@ child process (``python -m hlmem.offload``) with its own interpreter does that w
 parent's GIL serves everything else; on a machine with two cores or more the pipeline gets
 faster and the parent uses less CPU.
 
-What the child computes is pure: :func:`hlmem.event_terms.event_body` of event texts, the
-drafts of the rules extractor over the built-in lexicon, and :class:`hlmem.embedding.
-LocalEmbedder` vectors; the same input gives the same output in any process. So the child is
-never needed for correctness: a batch it cannot take (none ready yet, it died, it answered an
-error) is computed in the parent's worker thread as without it, with identical results. A stage
-sends it only batches big enough to pay for the round trip (``pipeline.offload_min_windows``,
-``pipeline.offload_min_texts``); one with a custom lexicon never does (the child knows only the
+What the child computes is pure: :func:`hlmem.event_terms.event_body` of event texts, the drafts
+of the rules extractor over the built-in lexicon (and which windows are worth extracting),
+:class:`hlmem.embedding.LocalEmbedder` vectors, and admission's :func:`hlmem.admission.gate` of
+proposed claims; the same input gives the same output in any process. So the child is never
+needed for correctness: a batch it cannot take (none ready yet, it died, it answered an error)
+is computed in the parent as without it, with identical results. A stage sends it only batches
+big enough to pay for the round trip (``pipeline.offload_min_windows``, ``offload_min_texts``,
+``offload_min_candidates``); one with a custom lexicon never does (the child knows only the
 built-in one).
 
 Protocol, over the child's stdin and stdout: :mod:`hlmem.childio` frames of plain data.
 
 - child -> parent, once, after loading jieba and the part-of-speech tagger: ``("ready", pid)``.
 - parent -> child: ``("extract", windows, texts)``, each window as plain tuples
-  (:func:`window_tuple`); or ``("embed", dim, texts)``.
-- child -> parent: ``("ok", result)`` — ``(bodies, drafts per window)`` with each draft as
+  (:func:`window_tuple`); ``("embed", dim, texts)``; or ``("gate", drafts)``, each draft as
+  :func:`draft_tuple`.
+- child -> parent: ``("ok", result)`` — ``(bodies, drafts per window)``, ``None`` for a window
+  not worth extracting (:func:`hlmem.admission.window_worth_extracting`), each draft as
   tuples (:func:`draft_tuple`; decoding them costs the parent ~15 % less than unpickling
-  ``ClaimDraft`` objects, and they are ~30 % smaller), or the vectors as packed float32 bytes —
-  or ``("error", class_name, message)``.
+  ``ClaimDraft`` objects, and they are ~30 % smaller), the vectors as packed float32 bytes, or
+  each draft's admission ``(verdict, rule)`` — or ``("error", class_name, message)``.
 
 Lifecycle. :meth:`Offloader.run` is a task of the pipeline's task group. It starts the child in
-the background once big batches have brought ``pipeline.offload_start_after_texts`` texts: a
-child costs ~3 s of CPU to start and a short burst is over before it is ready, so it is started
-for sustained volume only. Every batch until it is ready runs in the thread. One request is in
-flight at a time. A child that cannot start, dies or answers an error is a failure: it is
-logged, the batch runs in the thread, and the next big batch starts a new child; after
-:data:`MAX_FAILURES` the pipeline stays in-thread. When the pipeline stops, ``run`` is cancelled
-and closes the child's stdin; the child exits at the end of its input (as it does when the
-parent dies) and is reaped, or killed after :data:`CLOSE_TIMEOUT_S`. It ignores SIGINT and
-SIGTERM, like the writer child.
+the background once ``pipeline.offload_start_after_texts`` texts have come in bursts: events the
+windower placed in batches of at least ``offload_min_texts`` (:meth:`Offloader.expect`, the
+earliest sign of a burst), and the texts of big extractor and embedder batches. A child costs
+~1.2 s of CPU to start (imports, and jieba's tables from :mod:`hlmem.langdata`'s cache) and a
+short burst is over before it is ready, so it is started for sustained volume only. Every batch
+until it is ready runs in the thread. One request is in flight at a time. A child that cannot
+start, dies or answers an error is a failure: it is logged, the batch runs in the thread, and
+the next big batch starts a new child; after :data:`MAX_FAILURES` the pipeline stays in-thread.
+When the pipeline stops, ``run`` is cancelled and closes the child's stdin; the child exits at
+the end of its input (as it does when the parent dies) and is reaped, or killed after
+:data:`CLOSE_TIMEOUT_S`. It ignores SIGINT and SIGTERM, like the writer child.
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ from anyio.abc import Process, TaskStatus
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from hlmem import childio
+from hlmem.admission import Decision
 from hlmem.clock import iso, parse_iso
 from hlmem.config import PipelineConfig
 from hlmem.messages import ClaimDraft, EvidenceSpan, Role, WindowPiece, WindowText
@@ -66,8 +72,9 @@ CLOSE_TIMEOUT_S = 5.0  # an idle child exits at once on end of input; kill it af
 MAX_FAILURES = 3
 
 Vectors = np.ndarray[Any, np.dtype[np.float32]]
-#: full-text bodies of the texts, and the drafts of each window
-Extraction = tuple[list[str], list[list[ClaimDraft]]]
+#: full-text bodies of the texts, and the drafts of each window (``None``: the window is not
+#: worth extracting, :func:`hlmem.admission.window_worth_extracting`)
+Extraction = tuple[list[str], list[list[ClaimDraft] | None]]
 
 _DRAFT_FIELDS = tuple(f for f in ClaimDraft.model_fields if f != "evidence")
 
@@ -76,7 +83,8 @@ _DRAFT_FIELDS = tuple(f for f in ClaimDraft.model_fields if f != "evidence")
 
 
 def window_tuple(window: WindowText) -> tuple[Any, ...]:
-    """A window as plain tuples (occurred_at as ISO text, role as its value)."""
+    """A window as plain tuples (occurred_at as ISO text, role as its value); the extractor
+    builds the same tuples from its rows without a :class:`WindowText` in between."""
     pieces = tuple(
         (
             p.event_id,
@@ -147,13 +155,14 @@ class Offloader:
     def __init__(self, cfg: PipelineConfig) -> None:
         self.min_windows = cfg.offload_min_windows
         self.min_texts = cfg.offload_min_texts
+        self.min_candidates = cfg.offload_min_candidates
         self.start_after_texts = cfg.offload_start_after_texts
         #: texts of the big batches seen while no child ran
         self.demand = 0
         self.starts = 0
         self.failures = 0
         #: batches the child computed, by operation
-        self.served = {"extract": 0, "embed": 0}
+        self.served = {"extract": 0, "embed": 0, "gate": 0}
         self._proc: Process | None = None
         self._rx: BufferedByteReceiveStream | None = None
         self._running = False
@@ -186,17 +195,21 @@ class Offloader:
             await self.aclose()
 
     async def extract(
-        self, windows: Sequence[WindowText], texts: Sequence[str]
+        self, windows: Sequence[tuple[Any, ...]], texts: Sequence[str]
     ) -> Extraction | None:
-        """The full-text body of each of ``texts`` and the built-in rules' drafts of each window,
-        computed in the child; ``None`` when it cannot take them (compute them in the thread)."""
+        """The full-text body of each of ``texts`` and, for each window (:func:`window_tuple`),
+        the built-in rules' drafts or ``None`` when it is not worth extracting, computed in the
+        child; ``None`` when it cannot take them (compute them in the thread)."""
         if not self._ready(len(texts)):
             return None
-        reply = await self._request(("extract", [window_tuple(w) for w in windows], list(texts)))
+        reply = await self._request(("extract", list(windows), list(texts)))
         if reply is None:
             return None
         bodies, drafts = reply
-        return bodies, [[draft_from(d) for d in per_window] for per_window in drafts]
+        return bodies, [
+            None if per_window is None else [draft_from(d) for d in per_window]
+            for per_window in drafts
+        ]
 
     async def embed(self, texts: Sequence[str], *, dim: int) -> Vectors | None:
         """The local embedder's ``(len(texts), dim)`` vectors of ``texts``, computed in the child;
@@ -209,16 +222,38 @@ class Offloader:
         vectors: Vectors = np.frombuffer(reply, dtype=np.float32).reshape(len(texts), dim)
         return vectors
 
+    async def gate(self, drafts: Sequence[ClaimDraft]) -> list[Decision] | None:
+        """:func:`hlmem.admission.gate` of each of ``drafts``, computed in the child; ``None``
+        when it cannot take them (compute them here)."""
+        if not self._ready(len(drafts)):
+            return None
+        reply = await self._request(("gate", [draft_tuple(d) for d in drafts]))
+        if reply is None:
+            return None
+        return [Decision(verdict, rule) for verdict, rule in reply]
+
+    def expect(self, texts: int) -> None:
+        """``texts`` new texts are on their way (the windower placed that many events): a
+        burst of at least ``min_texts`` counts toward starting a child, as a big batch does.
+        Counted at the head of the pipeline, a burst starts the child seconds before its
+        windows reach the extractor."""
+        if texts >= self.min_texts and self._proc is None:
+            self._note(texts)
+
     def _ready(self, texts: int) -> bool:
-        """Whether a child can take a batch of ``texts`` now; when none runs and the demand
-        has reached ``start_after_texts``, ``run`` is asked to start one (in the background:
-        this batch does not wait for it)."""
+        """Whether a child can take a batch of ``texts`` now; when none runs, the batch counts
+        toward starting one (:meth:`_note`)."""
         if self._proc is None:
-            self.demand += texts
-            if self._running and not self.given_up and self.demand >= self.start_after_texts:
-                self._wanted.set()
+            self._note(texts)
             return False
         return True
+
+    def _note(self, texts: int) -> None:
+        """Count ``texts`` of demand; once it reaches ``start_after_texts``, ask ``run`` to
+        start a child (in the background: nothing waits for it)."""
+        self.demand += texts
+        if self._running and not self.given_up and self.demand >= self.start_after_texts:
+            self._wanted.set()
 
     async def _request(self, request: tuple[Any, ...]) -> Any:
         data = childio.frame(request)
@@ -296,23 +331,31 @@ class Offloader:
 def serve(inp: BinaryIO, out: BinaryIO) -> int:
     """Load the language data, say ready, then answer every request read from ``inp``."""
     # Imported here: the parent imports this module without needing any of them.
-    from hlmem import atoms, segment
+    from hlmem import atoms, langdata, segment
+    from hlmem.admission import gate, window_worth_extracting
     from hlmem.embedding import LocalEmbedder
     from hlmem.event_terms import event_body
     from hlmem.lexicon import default_lexicon
     from hlmem.rules import RulesExtractor
 
+    langdata.load()  # jieba's tables from their cache: ~0.3 s instead of ~2.3 s
     segment.load()
     atoms.load()
     rules = RulesExtractor(default_lexicon())
     embedders: dict[int, LocalEmbedder] = {}
 
+    def window_drafts(window: tuple[Any, ...]) -> list[tuple[Any, ...]] | None:
+        if not window_worth_extracting((p[5], p[6]) for p in window[3]):
+            return None
+        return [draft_tuple(d) for d in rules.extract(window_from(window))]
+
     def handle(request: tuple[Any, ...]) -> Any:
         if request[0] == "extract":
             _, windows, texts = request
-            bodies = [event_body(t) for t in texts]
-            drafts = [[draft_tuple(d) for d in rules.extract(window_from(w))] for w in windows]
-            return bodies, drafts
+            return [event_body(t) for t in texts], [window_drafts(w) for w in windows]
+        if request[0] == "gate":
+            verdicts = (gate(draft_from(d)) for d in request[1])
+            return [(v.decision, v.rule) for v in verdicts]
         if request[0] == "embed":
             _, dim, texts = request
             if dim not in embedders:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from anyio.abc import TaskStatus
 
-from hlmem import atoms, segment
+from hlmem import atoms, langdata, segment
 from hlmem.clock import Clock
 from hlmem.config import Config, StageConfig
 from hlmem.errors import Retryable, StoreError
@@ -56,16 +56,19 @@ def build_stages(
     store = queue.store
     lexicon = load_lexicon(cfg.extractor.lexicon_paths)
     p = cfg.pipeline
+    extractor = Extractor(store, clock, cfg, lexicon=lexicon, gateway=gateway, offloader=offloader)
+    embedder = Embedder(store, clock, cfg.embedder, gateway, offloader=offloader)
+    # The windower only counts the events coming, and admission's gate rides along, for a
+    # child that the extractor or the embedder uses.
+    uses_child = extractor.offloader is not None or embedder.offloader is not None
+    helper = offloader if uses_child else None
     stages: list[tuple[Stage[Any], StageConfig]] = [
-        (Windower(cfg.windower, clock), p.windower),
-        (
-            Extractor(store, clock, cfg, lexicon=lexicon, gateway=gateway, offloader=offloader),
-            p.extractor,
-        ),
-        (Admission(store, clock, cfg.admission.mode), p.admission),
+        (Windower(cfg.windower, clock, offloader=helper), p.windower),
+        (extractor, p.extractor),
+        (Admission(store, clock, cfg.admission.mode, offloader=helper), p.admission),
         (Dedup(store, clock, cfg.dedup, gateway, lexicon=lexicon), p.dedup),
         (Conflict(clock, lexicon), p.conflict),
-        (Embedder(store, clock, cfg.embedder, gateway, offloader=offloader), p.embedder),
+        (embedder, p.embedder),
         # Not on the write path: periodic bounded ticks of lifecycle work (the "sleep").
         (Maintenance(store, clock, cfg, lexicon=lexicon), p.maintenance),
     ]
@@ -83,6 +86,9 @@ def needs_gateway(cfg: Config) -> bool:
 
 
 def _load_language_data() -> None:
+    # jieba's tables from their cache, or jieba's own way and then cached: whichever process
+    # loads them first (this one, a test, the helper child) makes the helper child's start fast.
+    langdata.load()
     segment.load()
     atoms.load()
 

@@ -4,7 +4,8 @@ Source admission (provenance) already ran in the extractor, before any model cal
 candidate passes :func:`hlmem.admission.gate` (no information content, one-off operational
 noise, secrets) and the tombstones of explicit forgets (its key, its slot key, its evidence
 events); every decision is recorded for explain, and the admitted candidates go on to dedup as
-one job per batch.
+one job per batch. The gate is pure: a batch of at least ``pipeline.offload_min_candidates``
+has it computed by the pipeline's CPU helper child when one runs (:mod:`hlmem.offload`).
 
 A candidate with the predicate :data:`~hlmem.forget_request.FORGET_PREDICATE` is an
 in-conversation forget request ("忘了我刚才说的", "forget what I just said"), never a claim. It
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from hlmem import admission
 from hlmem.clock import Clock, iso
@@ -36,6 +38,9 @@ from hlmem.queue import JobSpec
 from hlmem.slots import claim_hash, tombstone_key
 from hlmem.stages.base import Stage
 from hlmem.store import Store, SyncTx
+
+if TYPE_CHECKING:  # not imported at run time: ``python -m hlmem.offload`` must not find it loaded
+    from hlmem.offload import Offloader
 
 TOMBSTONED = admission.Decision("block", "tombstone")
 #: what a retracted candidate's text becomes in the job table
@@ -68,10 +73,14 @@ class Admission(Stage[_Gated]):
     name = "admission"
     downstream = "dedup"
 
-    def __init__(self, store: Store, clock: Clock, mode: str) -> None:
+    def __init__(
+        self, store: Store, clock: Clock, mode: str, *, offloader: Offloader | None = None
+    ) -> None:
         self.store = store
         self.clock = clock
         self.mode = mode
+        #: computes the gate of a big batch in the pipeline's CPU helper child, when it runs
+        self.offloader = offloader
 
     async def prepare(self, jobs: list[Job]) -> _Gated:
         pairs = [
@@ -94,17 +103,28 @@ class Admission(Stage[_Gated]):
             c.key for r in gated.requests if r.job_id not in gated.errors for c in r.in_batch
         }
         rules = {r.candidate.key: r.rule for r in gated.requests}
-        for job_id, c in pairs:
+        decided: dict[str, admission.Decision] = {}
+        for _, c in pairs:
             if c.key in rules:
-                decision = admission.Decision("block", rules[c.key])
+                decided[c.key] = admission.Decision("block", rules[c.key])
             elif c.key in targeted:
-                decision = admission.Decision("block", "forget_request:target")
+                decided[c.key] = admission.Decision("block", "forget_request:target")
             elif c.key in gone:
-                decision = TOMBSTONED
-            else:
-                decision = admission.gate(c.draft)
-            gated.items.append((job_id, c, decision))
+                decided[c.key] = TOMBSTONED
+        gates = await self._gates([c for _, c in pairs if c.key not in decided])
+        for job_id, c in pairs:
+            gated.items.append((job_id, c, decided.get(c.key) or gates[c.key]))
         return gated
+
+    async def _gates(self, candidates: list[Candidate]) -> dict[str, admission.Decision]:
+        """:func:`hlmem.admission.gate` of each candidate, by key: in the helper child for a
+        big batch when it runs, else here."""
+        off = self.offloader
+        if off is not None and len(candidates) >= off.min_candidates:
+            decisions = await off.gate([c.draft for c in candidates])
+            if decisions is not None:
+                return {c.key: d for c, d in zip(candidates, decisions, strict=True)}
+        return {c.key: admission.gate(c.draft) for c in candidates}
 
     async def _tombstoned(self, candidates: list[Candidate]) -> set[str]:
         """Keys of the candidates a forget stopped: their key, slot key or an evidence event

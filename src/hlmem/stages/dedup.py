@@ -179,10 +179,21 @@ class Dedup(Stage[_Prepared]):
     def _compare(self, d: _Decision, known: list[_Known]) -> None:
         draft = d.candidate.draft
         best: tuple[float, _Known] | None = None
+        mine = atoms.atoms_of(draft.text, subject=draft.subject, polarity=draft.polarity)
         for k in known:
             if k.id == d.candidate.key:
                 d.replay = True  # its own claim, from an earlier run of this job
                 return
+            if not self.cfg.audit:
+                # ``same_fact``'s verdict without its reasons (only the audit reads them):
+                # atoms first, and the texts' similarity only when every atom agrees.
+                theirs = atoms.atoms_of(k.text, subject=k.subject, polarity=k.polarity)
+                if not atoms.agree(mine, theirs):
+                    continue
+                sim = atoms.similarity(draft.text, k.text)
+                if sim >= self.cfg.similarity_threshold and (best is None or sim > best[0]):
+                    best = (sim, k)
+                continue
             same, sim, reasons = atoms.same_fact(
                 draft.text,
                 k.text,

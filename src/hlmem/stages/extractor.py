@@ -59,7 +59,7 @@ from hlmem.store import Store, SyncTx
 from hlmem.text import content_hash, derived_id
 
 if TYPE_CHECKING:  # not imported at run time: ``python -m hlmem.offload`` must not find it loaded
-    from hlmem.offload import Extraction, Offloader
+    from hlmem.offload import Offloader
 
 #: origins and session kinds whose events are replayed history: a claim's recorded time is
 #: then the event's own timestamp, not the time hlmem ingested it
@@ -78,13 +78,22 @@ REPAIR_PROMPT = (
 
 @dataclass
 class _Source:
-    """One event's provenance as the extractor needs it."""
+    """One event's provenance as the extractor needs it (its times as stored: parsed only for
+    the few events that a claim rests on)."""
 
-    occurred_at: datetime
-    recorded_at: datetime
+    occurred: str
+    recorded: str
     origin_class: str
     session_kind: str
     decision: admission.Decision
+
+    @cached_property
+    def occurred_at(self) -> datetime:
+        return parse_iso(self.occurred)
+
+    @cached_property
+    def recorded_at(self) -> datetime:
+        return parse_iso(self.recorded)
 
     @property
     def learned_at(self) -> datetime:
@@ -96,7 +105,11 @@ class _Source:
 @dataclass
 class _Window:
     job_id: int
-    window: WindowText  # only the pieces admitted to extraction
+    window_id: str
+    namespace: str
+    session_id: str
+    #: the ``window_pieces`` rows of the pieces admitted to extraction
+    rows: list[Any]
     sources: dict[str, _Source]
     drafts: list[ClaimDraft] = field(default_factory=list)
     model: str = ""
@@ -105,12 +118,41 @@ class _Window:
     fts: list[tuple[str, str, str, str]] = field(default_factory=list)
 
     @cached_property
+    def window(self) -> WindowText:
+        """The admitted pieces as a message; built only for the extractor in this process
+        (the helper child gets :meth:`plain` instead)."""
+        # Rows the store wrote and checked: built without validation (hot path).
+        pieces = tuple(
+            WindowPiece.model_construct(
+                event_id=r[3],
+                chunk_no=r[4],
+                chunk_count=r[5],
+                start_char=r[6],
+                end_char=r[7],
+                role=Role(r[8]),
+                occurred_at=self.sources[r[3]].occurred_at,
+                text=r[10],
+            )
+            for r in self.rows
+        )
+        return WindowText.model_construct(
+            window_id=self.window_id,
+            namespace=self.namespace,
+            session_id=self.session_id,
+            pieces=pieces,
+        )
+
+    def plain(self) -> tuple[Any, ...]:
+        """The window as :func:`hlmem.offload.window_tuple` gives it, straight from the rows."""
+        pieces = tuple((r[3], r[4], r[5], r[6], r[7], r[8], r[10], r[9]) for r in self.rows)
+        return (self.window_id, self.namespace, self.session_id, pieces)
+
+    @cached_property
     def worth_extracting(self) -> bool:
         """Whether any admitted user turn can hold a memory: a window of acknowledgements,
-        thanks and one-off commands (or of other roles only) costs no extraction call."""
-        return any(
-            p.role is Role.USER and admission.worth_extracting(p.text) for p in self.window.pieces
-        )
+        thanks and one-off commands (or of other roles only) costs no extraction call. (The
+        helper child sets it for the windows it extracts.)"""
+        return admission.window_worth_extracting((r[8], r[10]) for r in self.rows)
 
 
 @dataclass
@@ -165,6 +207,7 @@ class Extractor(Stage[Extracted]):
         )
         model = cfg.extractor.kind == "model"
         self.extractor_name = f"model:{cfg.extractor.model}" if model else RULES_NAME
+        self._decisions: dict[tuple[str, str], admission.Decision] = {}
 
     # --- prepare: outside the transaction ----------------------------------------------------
 
@@ -182,75 +225,74 @@ class Extractor(Stage[Extracted]):
             if whole
             else {}
         )
-        todo = [w for w in out if w.worth_extracting]
         texts = [contents.get(r[3], r[10]) for r in first]
-        bodies, drafts = await self._compute(out, todo, texts)
-        by_id = {w.window.window_id: w for w in out}
+        bodies = await self._compute(out, texts)
+        by_id = {w.window_id: w for w in out}
         for r, body in zip(first, bodies, strict=True):
             by_id[r[0]].fts.append(("event", r[3], r[1], body))
-        for w, window_drafts in zip(todo, drafts, strict=False):  # no drafts with a model
-            w.drafts = window_drafts
         if self.cfg.extractor.kind == "model":
             async with anyio.create_task_group() as tg:
-                for w in todo:
-                    tg.start_soon(self._model_extract, w)
+                for w in out:
+                    if w.worth_extracting:
+                        tg.start_soon(self._model_extract, w)
         prepared = Extracted(out)
         ok = [w for w in out if w.error is None]
         outputs = self._outputs(ok, iso(self.clock.now()))
         for spec in outputs.jobs:
             spec.payload_json  # noqa: B018 - serialised here, not on the writer thread
-        prepared.planned = (frozenset(w.window.window_id for w in ok), outputs)
+        prepared.planned = (frozenset(w.window_id for w in ok), outputs)
         return prepared
 
-    async def _compute(
-        self, windows: list[_Window], todo: list[_Window], texts: list[str]
-    ) -> Extraction:
-        """The full-text bodies of ``texts`` and the rules' drafts of each window of ``todo``
-        (none with a model): in the helper child for a big batch, else in a worker thread."""
+    async def _compute(self, windows: list[_Window], texts: list[str]) -> list[str]:
+        """The full-text bodies of ``texts``; and, with the rules, each window's
+        ``worth_extracting`` and the drafts of those worth it: in the helper child for a big
+        batch, else in a worker thread (a model's calls come after, in ``prepare``)."""
         if self.offloader is not None and len(windows) >= self.offloader.min_windows:
-            done = await self.offloader.extract([w.window for w in todo], texts)
+            done = await self.offloader.extract([w.plain() for w in windows], texts)
             if done is not None:
-                return done
+                bodies, drafts = done
+                for w, window_drafts in zip(windows, drafts, strict=True):
+                    w.worth_extracting = window_drafts is not None
+                    w.drafts = window_drafts or []
+                return bodies
 
-        def run() -> Extraction:
+        def run() -> list[str]:
             bodies = [event_body(t) for t in texts]
-            if self.cfg.extractor.kind == "model":
-                return bodies, []
-            return bodies, [self.rules.extract(w.window) for w in todo]
+            if self.cfg.extractor.kind != "model":
+                for w in windows:
+                    if w.worth_extracting:
+                        w.drafts = self.rules.extract(w.window)
+            return bodies
 
         return await anyio.to_thread.run_sync(run)
 
     def _window(self, job_id: int, rows: list[Any]) -> _Window:
         sources: dict[str, _Source] = {}
-        pieces = []
+        admitted = []
         for r in rows:
             source = sources.get(r[3])
             if source is None:
                 source = sources[r[3]] = _Source(
-                    occurred_at=parse_iso(r[9]),
-                    recorded_at=parse_iso(r[11]),
+                    occurred=r[9],
+                    recorded=r[11],
                     origin_class=r[12],
                     session_kind=r[13],
-                    decision=admission.source_decision(self.policy, r[12], r[13]),
+                    decision=self._source_decision(r[12], r[13]),
                 )
             if source.decision.sends_to_extraction:
-                # Rows the store wrote and checked: built without validation (hot path).
-                pieces.append(
-                    WindowPiece.model_construct(
-                        event_id=r[3],
-                        chunk_no=r[4],
-                        chunk_count=r[5],
-                        start_char=r[6],
-                        end_char=r[7],
-                        role=Role(r[8]),
-                        occurred_at=source.occurred_at,
-                        text=r[10],
-                    )
-                )
-        window = WindowText.model_construct(
-            window_id=rows[0][0], namespace=rows[0][1], session_id=rows[0][2], pieces=tuple(pieces)
-        )
-        return _Window(job_id=job_id, window=window, sources=sources)
+                admitted.append(r)
+        return _Window(job_id, rows[0][0], rows[0][1], rows[0][2], admitted, sources)
+
+    def _source_decision(self, origin_class: str, session_kind: str) -> admission.Decision:
+        """:func:`hlmem.admission.source_decision` under this stage's policy, once per
+        (origin, session kind): a pure function of the two."""
+        key = (origin_class, session_kind)
+        decision = self._decisions.get(key)
+        if decision is None:
+            decision = self._decisions[key] = admission.source_decision(
+                self.policy, origin_class, session_kind
+            )
+        return decision
 
     async def _model_extract(self, w: _Window) -> None:
         assert self.gateway is not None
@@ -270,7 +312,7 @@ class Extractor(Stage[Extracted]):
                     stage=self.name,
                     provider=cfg.provider,
                     request=request,
-                    namespace=w.window.namespace,
+                    namespace=w.namespace,
                     job_id=w.job_id,
                 )
             except Exception as exc:  # this window's job retries, parks or fails alone
@@ -311,11 +353,11 @@ class Extractor(Stage[Extracted]):
     def apply(self, tx: SyncTx, jobs: list[Job], prepared: Extracted) -> list[JobSpec]:
         mine = {j.id for j in jobs}
         todo = [w for w in prepared if w.job_id in mine]
-        ids = json.dumps([w.window.window_id for w in todo])
+        ids = json.dumps([w.window_id for w in todo])
         done = {r[0] for r in tx.fetchall("existing_extractions", (ids,))}
-        todo = [w for w in todo if w.window.window_id not in done]
+        todo = [w for w in todo if w.window_id not in done]
         planned = prepared.planned
-        if planned is not None and planned[0] == {w.window.window_id for w in todo}:
+        if planned is not None and planned[0] == {w.window_id for w in todo}:
             outputs = planned[1]
         else:
             outputs = self._outputs(todo, iso(self.clock.now()))
@@ -328,18 +370,15 @@ class Extractor(Stage[Extracted]):
         out = _Outputs([], [], [], [])
         proposed: dict[str, list[Candidate]] = {}  # namespace -> the batch's candidates
         for w in windows:
-            window = w.window
             out.fts.extend(w.fts)
             name = self.extractor_name if w.worth_extracting else NOTHING_TO_EXTRACT
-            out.extractions.append(
-                (window.window_id, name, w.model, len(w.drafts), w.job_id, now)
-            )
+            out.extractions.append((w.window_id, name, w.model, len(w.drafts), w.job_id, now))
             out.decisions.extend(
                 (event_id, None, self.policy.mode, s.decision.decision, s.decision.rule, now)
                 for event_id, s in w.sources.items()
             )
             if w.drafts:
-                proposed.setdefault(window.namespace, []).extend(
+                proposed.setdefault(w.namespace, []).extend(
                     self._candidate(w, i, d) for i, d in enumerate(w.drafts)
                 )
         # One admission job per namespace for the whole batch (not one per window): the job
@@ -365,11 +404,11 @@ class Extractor(Stage[Extracted]):
             draft = draft.model_copy(update={"valid_from": first.occurred_at})
         chash = content_hash(f"{draft.subject}\x1f{draft.predicate}\x1f{draft.value}")
         return Candidate(
-            key=derived_id("clm", w.window.window_id, index, chash),
-            namespace=w.window.namespace,
+            key=derived_id("clm", w.window_id, index, chash),
+            namespace=w.namespace,
             draft=draft,
             recorded_at=first.learned_at,
             source="extraction",
             extractor=self.extractor_name,
-            window_id=w.window.window_id,
+            window_id=w.window_id,
         )

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from hlmem.clock import Clock, iso, parse_iso
 from hlmem.config import WindowerConfig
@@ -23,6 +24,9 @@ from hlmem.queue import JobSpec
 from hlmem.stages.base import Stage
 from hlmem.store import SyncTx
 from hlmem.text import chunk_spans, derived_id
+
+if TYPE_CHECKING:  # not imported at run time: ``python -m hlmem.offload`` must not find it loaded
+    from hlmem.offload import Offloader
 
 SEP = "\x1f"
 
@@ -152,12 +156,21 @@ class Windower(Stage[None]):
     name = "windower"
     downstream = "extractor"
 
-    def __init__(self, cfg: WindowerConfig, clock: Clock) -> None:
+    def __init__(
+        self, cfg: WindowerConfig, clock: Clock, *, offloader: Offloader | None = None
+    ) -> None:
         self.cfg = cfg
         self.clock = clock
         self.tick_interval_s = cfg.sweep_interval_s
+        #: told how many events each batch brings, so that a burst starts the helper child
+        #: before its windows reach the extractor
+        self.offloader = offloader
 
     async def prepare(self, jobs: list[Job]) -> None:
+        if self.offloader is not None:
+            self.offloader.expect(
+                sum(len(j.payload.event_ids) for j in jobs if isinstance(j.payload, EventsAdded))
+            )
         return None
 
     def apply(self, tx: SyncTx, jobs: list[Job], prepared: None) -> list[JobSpec]:
