@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal, get_args
 
 import anyio
@@ -21,7 +22,7 @@ from hlmem.errors import InputError
 from hlmem.event_terms import event_body
 from hlmem.lexicon import Lexicon, default_lexicon
 from hlmem.segment import index_text, query_terms, quote
-from hlmem.store import Store
+from hlmem.store import Store, SyncReader
 
 FtsKind = Literal["claim", "event"]
 KINDS: tuple[FtsKind, ...] = get_args(FtsKind)
@@ -129,46 +130,106 @@ async def fts_search_terms(
     allow: Collection[str] | None = None,
     every: bool = False,
 ) -> list[FtsHit]:
-    """:func:`fts_search` for a query already segmented (:func:`hlmem.segment.query_terms`);
-    ``allow`` keeps only those item ids; ``every`` asks for items matching every term (a
-    name: "grace nelson" is not everyone called Grace or Nelson). The work is bounded by
-    ``rank_rows``, whatever the store's size.
-
-    FTS5's bm25 first counts every row of every term (its idf) and then reads the length of
-    each row it ranks: 2-4 µs a matching row, and a common term ("月", "deploy") matches tens
-    of thousands of rows in a large store. So, in one statement (``fts_search``), each
-    term's rows are first counted up to ``rank_rows`` (a doclist walk that stops there), and:
-
-    - the terms whose rows together number at most ``rank_rows``, rarest first, are ranked
-      with bm25; when that is every term (always, in a store of at most ``rank_rows`` rows)
-      this is the plain full-text search;
-    - the other, common, terms only fill the list when it is short: with the newest items
-      matching any term, unranked (score 0), after the ranked ones. A query whose terms are
-      all common gets only these. Not with ``allow``: the walk back would mostly meet items
-      that are not allowed (recall's vector channel searches the allowed items anyway).
+    """:func:`fts_search` for a query already segmented (:func:`hlmem.segment.query_terms`),
+    in one trip to the store's reader thread (:func:`fts_search_sync` says how).
 
     :raises InputError: ``kinds`` names something other than ``claim`` and ``event``.
     :raises StoreError: the read failed.
+    """
+    anything, _ = _kind_filter(kinds)
+    if not anything or limit < 1 or not terms:
+        return []  # without a trip to the store
+    return await store.read(
+        partial(
+            fts_search_sync,
+            namespace=namespace,
+            terms=terms,
+            kinds=kinds,
+            limit=limit,
+            rank_rows=rank_rows,
+            allow=allow,
+            every=every,
+        )
+    )
+
+
+def fts_search_sync(
+    reader: SyncReader,
+    *,
+    namespace: str,
+    terms: Sequence[str],
+    kinds: Collection[FtsKind] = KINDS,
+    limit: int = 50,
+    rank_rows: int = RANK_ROWS,
+    allow: Collection[str] | None = None,
+    every: bool = False,
+) -> list[FtsHit]:
+    """:func:`fts_search_terms` on the reader thread (inside :meth:`Store.read`, so that a
+    caller can read more in the same trip); ``allow`` keeps only those item ids; ``every``
+    asks for items matching every term (a name: "grace nelson" is not everyone called Grace or
+    Nelson). The work is bounded by ``rank_rows``, whatever the store's size.
+
+    FTS5's bm25 first counts every row of every term (its idf) and then reads the length of
+    each row it ranks: 2-4 µs a matching row, and a common term ("月", "deploy") matches tens
+    of thousands of rows in a large store. So each term's rows are first counted up to
+    ``rank_rows`` (``fts_count_terms``: a doclist walk that stops there), and:
+
+    - the terms whose rows together number at most ``rank_rows``, rarest first, are ranked
+      with bm25 (``fts_ranked``); when that is every term (always, in a store of at most
+      ``rank_rows`` rows) this is the plain full-text search;
+    - the other, common, terms only fill the list when it is short: with the newest items
+      matching any term, unranked (score 0), after the ranked ones (``fts_newest``). A query
+      whose terms are all common gets only these. Not with ``allow``: the walk back would
+      mostly meet items that are not allowed (recall's vector channel searches the allowed
+      items anyway).
+
+    The plan is made here, between statements on the same thread, rather than in one
+    statement's CTEs: it costs less than their materialisation (about a third of a search of
+    rare terms), and a tier that is not needed is not prepared at all.
+
+    :raises InputError: ``kinds`` names something other than ``claim`` and ``event``.
+    :raises StoreError: a read failed (as the module's error: :meth:`Store.read` maps it).
     """
     anything, kind = _kind_filter(kinds)
     if not anything or limit < 1 or not terms:
         return []
     quoted = [quote(term) for term in terms]
-    rows = await store.fetchall(
-        "fts_search",
+    phrases = [" AND ".join(quoted)] if every else quoted
+    token = _namespace_match(namespace)
+    counts = reader.fetchall(
+        "fts_count_terms",
         {
-            "terms": json.dumps([" AND ".join(quoted)] if every else quoted, ensure_ascii=False),
-            "token": _namespace_match(namespace),
+            "terms": json.dumps(phrases, ensure_ascii=False),
+            "token": token,
             "namespace": namespace,
-            "kind": kind,
             "cap": rank_rows + 1,
-            "limit": limit,
-            "allow": None if allow is None else json.dumps(sorted(allow), ensure_ascii=False),
         },
     )
+    head = f"{token} AND body : (" if counts[0][2] else "body : ("
+    # Rarest first (ties in query order), while the running total stays under the cap.
+    ranked, total = [], 0
+    for pos, n, _ in sorted(counts, key=lambda c: (c[1], c[0])):
+        total += n
+        if total < rank_rows + 1:
+            ranked.append(pos)
+    scope = {"namespace": namespace, "kind": kind, "limit": limit}
+    rows: list[Any] = []
+    if ranked:
+        match = head + " OR ".join(phrases[pos] for pos in sorted(ranked)) + ")"
+        allowed = None if allow is None else json.dumps(sorted(allow), ensure_ascii=False)
+        rows = reader.fetchall("fts_ranked", {**scope, "match": match, "allow": allowed})
+    if len(ranked) < len(phrases) and allow is None and len(rows) < limit:
+        match = head + " OR ".join(phrases) + ")"
+        rows += reader.fetchall("fts_newest", {**scope, "match": match})
+    return fts_hits(rows, limit=limit)
+
+
+def fts_hits(rows: Sequence[Any], *, limit: int) -> list[FtsHit]:
+    """The hits of the rows of tier 1 (ranked) then tier 2 (newest): each item once, in that
+    order, at most ``limit``."""
     hits: list[FtsHit] = []
     seen: set[tuple[str, str]] = set()
-    for row in rows:  # tier 1 (ranked) first, then tier 2 (newest)
+    for row in rows:
         if (row[0], row[1]) not in seen and len(hits) < limit:
             seen.add((row[0], row[1]))
             hits.append(FtsHit(row[0], row[1], len(hits) + 1, -float(row[2])))
@@ -178,10 +239,10 @@ async def fts_search_terms(
 def match_ids_read(
     namespace: str, terms: Sequence[str], *, limit: int
 ) -> tuple[str, dict[str, object]] | None:
-    """The named read (for :meth:`Store.fetch_many`) of the newest ``limit`` items of
-    ``namespace`` matching every one of ``terms``, unranked, as ``(kind, item_id)`` rows;
-    ``None`` without terms. For "what mentions this name": a fraction of a ranked search's
-    cost, and the same items whenever ``limit`` covers every match."""
+    """The named read (for :meth:`Store.fetch_many` or a :class:`SyncReader`) of the newest
+    ``limit`` items of ``namespace`` matching every one of ``terms``, unranked, as ``(kind,
+    item_id)`` rows; ``None`` without terms. For "what mentions this name": a fraction of a
+    ranked search's cost, and the same items whenever ``limit`` covers every match."""
     if not terms or limit < 1:
         return None
     return (

@@ -27,6 +27,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import anyio
@@ -37,7 +38,7 @@ from hlmem.admission import SourcePolicy, redact, untrusted_rule
 from hlmem.clock import iso, parse_iso, parse_iso_opt
 from hlmem.config import Config
 from hlmem.embedding import LocalEmbedder
-from hlmem.fts import fts_search_terms, match_ids_read
+from hlmem.fts import FtsHit, fts_search_sync, match_ids_read
 from hlmem.gateway import Gateway
 from hlmem.messages import (
     QueryParse,
@@ -49,15 +50,16 @@ from hlmem.messages import (
 from hlmem.providers import estimate_tokens
 from hlmem.rerank import rerank
 from hlmem.segment import query_terms
-from hlmem.store import Store
+from hlmem.store import Store, SyncReader
 from hlmem.text import normalize
-from hlmem.vector_index import VectorIndex
+from hlmem.vector_index import VectorHit, VectorIndex
 
 #: how many items mentioning one entity's name (full text, newest first) join the items
 #: linked to it in the entity constraint
 ENTITY_SCAN = 1000
 _EVENT_IMPORTANCE = 0.3
-#: queries up to this long are segmented on the event loop (see ``Recaller._prepare``)
+#: queries up to this long are segmented and embedded on the event loop (``Recaller._prepare``,
+#: ``Recaller._vectors``); longer ones on a worker thread
 _INLINE_CHARS = 512
 
 
@@ -79,9 +81,42 @@ class _Later:
 
 @dataclass(frozen=True, slots=True)
 class _Query:
+    text: str
     terms: tuple[str, ...]  # the FTS search terms (hlmem.segment.query_terms)
-    vector: _Later  # the query's embedding, computed meanwhile (only with a local embedder)
-    fresh: _Later  # set once the vector index has read what changed
+    plan: _Later  # the _Plan, once the first read has understood the query
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What the query's first read found: how the query is understood, the ids the entity
+    constraint allows (None: no limit), which both channels keep to when ``strict``, and the
+    vector index's ``vector_head`` row (None without a vector channel)."""
+
+    parsed: QueryParse
+    allow: set[str] | None
+    strict: bool
+    vector_head: Any
+
+
+@dataclass(frozen=True, slots=True)
+class _Scope:
+    """What decides which candidates are visible, and how they score."""
+
+    namespace: str
+    parsed: QueryParse
+    now: datetime
+    include_untrusted: bool
+
+
+@dataclass
+class _Found:
+    """What the two channels found, and the candidates' rows read so far by (kind, id): the
+    full-text channel reads its hits' rows while the vector scan still runs."""
+
+    fts: list[FtsHit] = field(default_factory=list)
+    vector: list[VectorHit] = field(default_factory=list)
+    rows: dict[tuple[str, str], Any] = field(default_factory=dict)
+    read: set[tuple[str, str]] = field(default_factory=set)  # absent from rows: not there
 
 
 @dataclass
@@ -136,30 +171,37 @@ class Recaller:
         include_untrusted: bool,
     ) -> RecallResult:
         query = await self._prepare(text)
+        found = _Found()
+        # Every read of the reader connection is a hop to its thread (and back), which costs
+        # more than most of recall's statements, and more still on a busy machine; so the
+        # reads that depend on each other run together there (Store.read). The first one
+        # understands the query (the entities it names, hence the entity constraint) and reads
+        # the vector index's head; the full-text search is queued right behind it and reads
+        # its plan on the same thread, without waiting for the event loop, then its hits'
+        # rows; meanwhile the query is embedded, and the vector scan starts once the plan is
+        # in. (A second reader connection, running the search beside the first read for any
+        # constraint to come, measured no faster on two busy cores.)
+        plan: list[_Plan] = []  # written and read on the reader thread only
+        understand = partial(
+            self._understand, text, namespace, now, mode, as_of, valid_at, into=plan
+        )
         async with anyio.create_task_group() as tg:
-            # Meanwhile: the query's vector on a worker thread (~0.4 ms of numpy), and the
-            # vector index's check for changes, first in the reader's queue.
-            if self.index is not None and self.embedder is not None:
-                tg.start_soon(self._embed, text, query.vector)
-                tg.start_soon(self._refresh_index, query.fresh)
-            names = query_mod.name_candidates(text)
-            known = [
-                (r[0], r[1])
-                for r in await self.store.fetchall(
-                    "recall_known_entities", (namespace, json.dumps(names, ensure_ascii=False))
-                )
-            ]
-            parsed = query_mod.parse(
-                text, now, known_entities=known, mode=mode, as_of=as_of, valid_at=valid_at
-            )
-            allow = await self._entity_allow(namespace, parsed)
-            candidates = await self._candidates(query, namespace, allow)
+            tg.start_soon(self._full_text, query, namespace, plan, found)
+            if self.index is not None:
+                tg.start_soon(self._vectors, query, namespace, found)
+            # Queued now, before any task above runs: aiosqlite runs functions in the order
+            # they were queued, so the full-text search (queued by its task) comes after it.
+            decided = await self.store.read(understand)
+            query.plan.set(decided)
+        parsed = decided.parsed
+        candidates = self._fuse(found, decided)
         reranked = False
+        scope = _Scope(namespace, parsed, now, include_untrusted)
         if self.gateway is None:
-            items = await self._items(candidates, namespace, parsed, now, include_untrusted, k)
+            items = await self._items(candidates, found, scope, k)
         else:  # the reranker reorders the best rerank_candidates, then the first k are kept
             wide = max(k, self.rc.rerank_candidates)
-            items = await self._items(candidates, namespace, parsed, now, include_untrusted, wide)
+            items = await self._items(candidates, found, scope, wide)
             items, reranked = await rerank(self.gateway, self.rc, text, items, namespace=namespace)
             items = items[:k]
         budget = budget_tokens or self.rc.budget_tokens
@@ -184,87 +226,128 @@ class Recaller:
             terms = query_terms(text)
         else:
             terms = await anyio.to_thread.run_sync(query_terms, text)
-        return _Query(terms=tuple(terms), vector=_Later(), fresh=_Later())
-
-    async def _embed(self, text: str, into: _Later) -> None:
-        assert self.embedder is not None
-        into.set(await anyio.to_thread.run_sync(self.embedder.embed_one, text))
-
-    async def _refresh_index(self, done: _Later) -> None:
-        assert self.index is not None
-        done.set(await self.index.refresh(self.store))
+        return _Query(text=text, terms=tuple(terms), plan=_Later())
 
     # --- candidates ---------------------------------------------------------------------------
 
-    async def _entity_allow(self, namespace: str, parsed: QueryParse) -> set[str] | None:
-        """Ids of the memories about the query's high-confidence entities (None: no limit)."""
+    def _understand(
+        self,
+        text: str,
+        namespace: str,
+        now: datetime,
+        mode: RecallMode | None,
+        as_of: datetime | None,
+        valid_at: datetime | None,
+        reader: SyncReader,
+        *,
+        into: list[_Plan],
+    ) -> _Plan:
+        """On the reader thread: the namespace's entities the query names, the query parsed
+        with them, the ids the entity constraint allows and the vector index's head; also
+        appended to ``into``, where the full-text search queued behind finds it."""
+        head = reader.fetchall("vector_head")[0] if self.index is not None else None
+        names = query_mod.name_candidates(text)
+        known = [
+            (r[0], r[1])
+            for r in reader.fetchall(
+                "recall_known_entities", (namespace, json.dumps(names, ensure_ascii=False))
+            )
+        ]
+        parsed = query_mod.parse(
+            text, now, known_entities=known, mode=mode, as_of=as_of, valid_at=valid_at
+        )
+        allow = self._entity_allow(reader, namespace, parsed)
+        strict = allow is not None and self.rc.entity_constraint == "enforce"
+        decided = _Plan(parsed, allow, strict, head)
+        into.append(decided)
+        return decided
+
+    def _entity_allow(
+        self, reader: SyncReader, namespace: str, parsed: QueryParse
+    ) -> set[str] | None:
+        """Ids of the memories about the query's high-confidence entities (None: no limit):
+        the claims linked to the entities, and what mentions each name (a name the query
+        contains: jieba is loaded and the name is short)."""
         if self.rc.entity_constraint == "off" or not parsed.entities:
             return None
-        # One reader trip: the claims linked to the entities, and what mentions each name (a
-        # name the query contains: jieba is loaded and the name is short, so inline).
-        reads: list[tuple[str, Any]] = [
-            ("recall_entity_claims", (namespace, json.dumps(list(parsed.entities))))
-        ]
+        allow = {
+            r[0]
+            for r in reader.fetchall(
+                "recall_entity_claims", (namespace, json.dumps(list(parsed.entities)))
+            )
+        }
         for entity in parsed.entities:
             read = match_ids_read(namespace, query_terms(entity), limit=ENTITY_SCAN)
             if read is not None:
-                reads.append(read)
-        found = await self.store.fetch_many(reads)
-        allow = {r[0] for r in found[0]}
-        for rows in found[1:]:
-            allow.update(r[1] for r in rows)
+                allow.update(r[1] for r in reader.fetchall(*read))
         return allow
 
-    async def _candidates(
-        self, query: _Query, namespace: str, allow: set[str] | None
-    ) -> dict[tuple[str, str], _Candidate]:
-        """Both channels' hits, fused; the two searches run at once (SQLite's FTS on the
-        reader thread, the vector scan on a worker thread or inline when small)."""
-        out: dict[tuple[str, str], _Candidate] = {}
-        strict = allow is not None and self.rc.entity_constraint == "enforce"
-        found: dict[str, list[Any]] = {"fts": [], "vector": []}
+    async def _full_text(
+        self, query: _Query, namespace: str, plan: list[_Plan], found: _Found
+    ) -> None:
+        """The full-text channel (:func:`hlmem.fts.fts_search_sync`), on the reader thread
+        right after :meth:`_understand`, whose plan it reads there; then its hits' rows, which
+        ranking needs, read while the vector scan (usually the longer) still runs."""
+        rc = self.rc
 
-        async def full_text() -> None:
-            found["fts"] = await fts_search_terms(
-                self.store,
-                namespace,
-                query.terms,
-                limit=self.rc.fts_candidates,
-                rank_rows=self.rc.fts_rank_rows,
-                allow=allow if strict else None,
-            )
-
-        async def vectors() -> None:
-            if self.index is None:
-                return
-            vector = await query.vector.get()
-            await query.fresh.get()
-            hits = await self.index.search(
-                self.store,
-                vector,
-                self.rc.vector_candidates,
+        def search(reader: SyncReader) -> tuple[list[FtsHit], dict[tuple[str, str], Any]]:
+            if not plan:  # understanding the query failed: recall raises that
+                return [], {}
+            hits = fts_search_sync(
+                reader,
                 namespace=namespace,
-                allow=allow if strict else None,
-                refresh=False,  # done at the start of this recall
+                terms=query.terms,
+                limit=rc.fts_candidates,
+                rank_rows=rc.fts_rank_rows,
+                allow=plan[0].allow if plan[0].strict else None,
             )
-            rc = self.rc
-            found["vector"] = [
-                h
-                for h in hits
-                if h.score
-                >= (rc.min_event_vector_score if h.kind == "event" else rc.min_vector_score)
-            ]
+            return hits, _read_rows(reader, [(h.kind, h.item_id) for h in hits], namespace)
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(full_text)
-            tg.start_soon(vectors)
+        found.fts, rows = await self.store.read(search)
+        found.rows.update(rows)
+        found.read.update((h.kind, h.item_id) for h in found.fts)
+
+    async def _vectors(self, query: _Query, namespace: str, found: _Found) -> None:
+        """The vector channel: the query embedded while the reader understands it, then an
+        exact scan (on worker threads when large) once the plan is in; the index first reads
+        what changed, when its head moved.
+
+        A question is embedded inline (~0.4 ms, mostly Python: a worker thread would run it
+        no sooner, holding the same GIL, and add a hop), a long text on a worker thread."""
+        assert self.index is not None and self.embedder is not None
+        if len(query.text) <= _INLINE_CHARS:
+            vector = self.embedder.embed_one(query.text)
+        else:
+            vector = await anyio.to_thread.run_sync(self.embedder.embed_one, query.text)
+        decided: _Plan = await query.plan.get()
+        if not self.index.current(self.store, decided.vector_head):
+            await self.index.refresh(self.store)
+        hits = await self.index.search(
+            self.store,
+            vector,
+            self.rc.vector_candidates,
+            namespace=namespace,
+            allow=decided.allow if decided.strict else None,
+            refresh=False,  # checked above, with the head read by _understand
+        )
+        rc = self.rc
+        found.vector = [
+            h
+            for h in hits
+            if h.score >= (rc.min_event_vector_score if h.kind == "event" else rc.min_vector_score)
+        ]
+
+    def _fuse(self, found: _Found, decided: _Plan) -> dict[tuple[str, str], _Candidate]:
+        """Both channels' hits, by item, with their rank in each (reciprocal rank fusion)."""
+        out: dict[tuple[str, str], _Candidate] = {}
+        hits: dict[str, Sequence[FtsHit | VectorHit]] = {"fts": found.fts, "vector": found.vector}
         for channel in ("fts", "vector"):
-            for rank, hit in enumerate(found[channel], 1):
+            for rank, hit in enumerate(hits[channel], 1):
                 key = (hit.kind, hit.item_id)
                 out.setdefault(key, _Candidate(hit.kind, hit.item_id)).ranks[channel] = rank
-        if allow is not None and self.rc.entity_constraint == "prefer":
+        if decided.allow is not None and self.rc.entity_constraint == "prefer":
             for cand in out.values():
-                if cand.id in allow:
+                if cand.id in decided.allow:
                     cand.ranks["entity"] = 1
         return out
 
@@ -273,27 +356,36 @@ class Recaller:
     async def _items(
         self,
         candidates: dict[tuple[str, str], _Candidate],
-        namespace: str,
-        parsed: QueryParse,
-        now: datetime,
-        include_untrusted: bool,
+        found: _Found,
+        scope: _Scope,
         k: int,
     ) -> list[RecallItem]:
-        """The ``k`` best visible candidates, folded (:func:`_fold_order`), as items.
+        """The ``k`` best visible candidates, folded (:func:`_fold_order`), as items: one trip
+        to the reader thread (:meth:`_ranked`) for the rows not read yet, the ranking and the
+        evidence of the claims shown, which depends on the ranking."""
+        return await self.store.read(partial(self._ranked, candidates, found, scope, k))
+
+    def _ranked(
+        self,
+        candidates: dict[tuple[str, str], _Candidate],
+        found: _Found,
+        scope: _Scope,
+        k: int,
+        reader: SyncReader,
+    ) -> list[RecallItem]:
+        """:meth:`_items`, on the reader thread.
 
         Every candidate is scored from its row; only the ``k`` that are returned are built as
         items, with their texts and quotes redacted (redaction costs ~50 µs a text: doing it
         for every candidate cost more than the rest of recall), and only the claims that can
         be returned have their evidence read (a claim told hundreds of times has hundreds of
         evidence rows)."""
-        claim_ids = [c.id for c in candidates.values() if c.kind == "claim"]
-        event_ids = [c.id for c in candidates.values() if c.kind == "event"]
-        claims, events = await self.store.fetch_many(
-            [
-                ("recall_claims", (json.dumps(claim_ids), namespace)),
-                ("recall_events", (json.dumps(event_ids), namespace)),
-            ]
+        parsed, now = scope.parsed, scope.now
+        rows = found.rows | _read_rows(
+            reader, [key for key in candidates if key not in found.read], scope.namespace
         )
+        claims = [r for key, r in rows.items() if key[0] == "claim"]
+        events = [r for key, r in rows.items() if key[0] == "event"]
         scored: list[tuple[float, bool, str, Any]] = []
         for r in claims:
             if not _claim_visible(r, parsed, now):
@@ -313,7 +405,7 @@ class Recaller:
         trust: dict[str, bool] = {}
         for r in events:
             trusted = untrusted_rule(self.policy, r[6], r[7]) is None
-            if not (trusted or include_untrusted) or not _event_visible(r, parsed):
+            if not (trusted or scope.include_untrusted) or not _event_visible(r, parsed):
                 continue
             trust[r[0]] = trusted
             signals = self._signals(_EVENT_IMPORTANCE, r[5], 0.0, 0.0, now)
@@ -324,7 +416,7 @@ class Recaller:
         shown = _first_claims(scored, keys, k)  # every claim item is one of these
         evidence: dict[str, list[Any]] = {}
         if shown:
-            for r in await self.store.fetchall("recall_claim_evidence", (json.dumps(shown),)):
+            for r in reader.fetchall("recall_claim_evidence", (json.dumps(shown),)):
                 evidence.setdefault(r[0], []).append(r)
         redacted = _Redactions()
         items = []
@@ -435,6 +527,20 @@ class Recaller:
             return "", 0
         text = "\n".join(lines)
         return text, estimate_tokens(text)
+
+
+def _read_rows(
+    reader: SyncReader, keys: Sequence[tuple[str, str]], namespace: str
+) -> dict[tuple[str, str], Any]:
+    """The rows of the candidates ``keys`` ((kind, id): claims and events) that are in
+    ``namespace``, by key; a statement per kind that has some."""
+    out: dict[tuple[str, str], Any] = {}
+    for kind, query in (("claim", "recall_claims"), ("event", "recall_events")):
+        ids = [item_id for k, item_id in keys if k == kind]
+        if ids:
+            for r in reader.fetchall(query, (json.dumps(ids), namespace)):
+                out[(kind, r[0])] = r
+    return out
 
 
 def _claim_visible(r: Any, parsed: QueryParse, now: datetime) -> bool:

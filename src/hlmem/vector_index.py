@@ -452,6 +452,15 @@ class VectorIndex:
                 "store.load_vec = true) or use the 'numpy' backend"
             )
 
+    def current(self, store: Store, head: Sequence[Any]) -> bool:
+        """Whether the index has read every change up to ``head``, a ``vector_head`` row the
+        caller read itself (recall reads it together with its own first reads, saving a trip to
+        the reader thread): then :meth:`refresh` would change nothing and may be skipped."""
+        return self._store_path == store.path and (int(head[0] or 0), int(head[1] or 0)) == (
+            self._vec_seq,
+            self._del_seq,
+        )
+
 
 class _Part:
     """The live vectors of one (namespace, owner kind), dense in rows ``[0, n)``: row ``i``

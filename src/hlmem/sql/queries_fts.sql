@@ -13,76 +13,54 @@ WHERE namespace IS NOT excluded.namespace OR body IS NOT excluded.body;
 -- (kind, item_id): forget, or an item that must leave full-text recall.
 DELETE FROM recall_docs WHERE kind = ? AND item_id = ?;
 
--- name: fts_search
--- One full-text search, bounded whatever the store's size (hlmem.fts.fts_search_terms says
--- why and how). :terms is a JSON array of quoted terms; :token the namespace-token MATCH
--- string, used when the namespace holds at most 1/8 of the rows (migration 0004 explains
--- why); :cap = rank_rows + 1; :allow NULL or a JSON array of the item ids to keep.
---
--- counted: each term's rows, counted up to :cap (a doclist walk, no bm25). chosen: the terms
--- whose rows add up to less than :cap, rarest first. Tier 1 ranks the chosen terms with bm25
--- (equal scores in rowid order, as FTS5 itself sorts them; the CROSS JOIN keeps recall_fts
--- the outer loop). Tier 2, when some term was too common, tier 1 is short and :allow is NULL,
--- is the newest rows matching any term, unranked: FTS5 walks its doclists backwards and stops
--- at the limit. Rows come tier 1 first (UNION ALL keeps its arms in order); an item may come
--- in both tiers; '""' matches nothing.
+-- name: fts_count_terms
+-- The first step of one full-text search (hlmem.fts.fts_search_terms says why and how): each
+-- term's rows counted up to :cap (a doclist walk that stops there, no bm25), with whether the
+-- namespace's token narrows the search. :terms is a JSON array of quoted terms; :token the
+-- namespace-token MATCH string, used when the namespace holds at most 1/8 of the rows
+-- (migration 0004 explains why); :cap = rank_rows + 1. Rows (position, count, scoped).
 WITH scope AS MATERIALIZED (
     SELECT 8 * coalesce((SELECT docs FROM recall_namespaces WHERE namespace = :namespace), 0)
            <= (SELECT coalesce(sum(docs), 0) FROM recall_namespaces) AS scoped
-),
-counted AS MATERIALIZED (
-    SELECT j.key AS pos, j.value AS term,
-           (SELECT count(*) FROM (
-                SELECT 1 FROM recall_fts
-                WHERE recall_fts MATCH CASE WHEN scope.scoped
-                                            THEN :token || ' AND body : (' || j.value || ')'
-                                            ELSE 'body : (' || j.value || ')' END
-                LIMIT :cap)) AS n
-    FROM json_each(:terms) AS j, scope
-),
-running AS MATERIALIZED (
-    SELECT pos, term, sum(n) OVER (ORDER BY n, pos ROWS UNBOUNDED PRECEDING) AS upto
-    FROM counted
-),
-plan AS MATERIALIZED (
-    SELECT CASE WHEN scope.scoped THEN :token || ' AND ' ELSE '' END || 'body : (' AS head,
-           (SELECT group_concat(term, ' OR ') FROM (
-                SELECT term FROM running WHERE upto < :cap ORDER BY pos)) AS some,
-           (SELECT count(*) FROM running WHERE upto < :cap) AS ranked,
-           (SELECT count(*) FROM json_each(:terms)) AS terms,
-           (SELECT group_concat(value, ' OR ') FROM json_each(:terms)) AS every
-    FROM scope
-),
-tier1 AS MATERIALIZED (
-    SELECT d.kind, d.item_id, f.rank AS rank
-    FROM recall_fts((SELECT CASE WHEN ranked > 0 THEN head || some || ')' ELSE '""' END
-                     FROM plan)) AS f
-    CROSS JOIN recall_docs AS d ON d.id = f.rowid
-    WHERE d.namespace = :namespace AND (:kind IS NULL OR d.kind = :kind)
-      AND (:allow IS NULL OR d.item_id IN (SELECT value FROM json_each(:allow)))
-    ORDER BY f.rank, f.rowid
-    LIMIT :limit
 )
-SELECT kind, item_id, rank, 1 FROM tier1
-UNION ALL
-SELECT * FROM (
-    SELECT d.kind, d.item_id, 0.0, 2
-    FROM recall_fts((SELECT CASE WHEN ranked < terms AND :allow IS NULL
-                                      AND (SELECT count(*) FROM tier1) < :limit
-                                 THEN head || every || ')' ELSE '""' END
-                     FROM plan)) AS f
-    CROSS JOIN recall_docs AS d ON d.id = f.rowid
-    WHERE d.namespace = :namespace AND (:kind IS NULL OR d.kind = :kind)
-      AND (:allow IS NULL OR d.item_id IN (SELECT value FROM json_each(:allow)))
-    ORDER BY f.rowid DESC
-    LIMIT :limit
-);
+SELECT j.key,
+       (SELECT count(*) FROM (
+            SELECT 1 FROM recall_fts
+            WHERE recall_fts MATCH CASE WHEN scope.scoped
+                                        THEN :token || ' AND body : (' || j.value || ')'
+                                        ELSE 'body : (' || j.value || ')' END
+            LIMIT :cap)),
+       scope.scoped
+FROM json_each(:terms) AS j, scope;
+
+-- name: fts_ranked
+-- Tier 1 of a full-text search: the namespace's items matching :match (the terms rare enough
+-- to rank), ranked with bm25 (equal scores in rowid order, as FTS5 itself sorts them; the
+-- CROSS JOIN keeps recall_fts the outer loop). :allow NULL or a JSON array of the item ids to
+-- keep; :kind NULL or the one kind to keep.
+SELECT d.kind, d.item_id, f.rank
+FROM recall_fts(:match) AS f
+CROSS JOIN recall_docs AS d ON d.id = f.rowid
+WHERE d.namespace = :namespace AND (:kind IS NULL OR d.kind = :kind)
+  AND (:allow IS NULL OR d.item_id IN (SELECT value FROM json_each(:allow)))
+ORDER BY f.rank, f.rowid
+LIMIT :limit;
+
+-- name: fts_newest
+-- Tier 2: the newest items of the namespace matching :match (any term), unranked: FTS5 walks
+-- its doclists backwards and stops at the limit.
+SELECT d.kind, d.item_id, 0.0
+FROM recall_fts(:match) AS f
+CROSS JOIN recall_docs AS d ON d.id = f.rowid
+WHERE d.namespace = :namespace AND (:kind IS NULL OR d.kind = :kind)
+ORDER BY f.rowid DESC
+LIMIT :limit;
 
 -- name: fts_match_ids
 -- The newest :limit items of the namespace whose body has every term (:match, quoted terms
 -- joined by AND), unranked: recall's entity constraint wants what mentions a name, not how
 -- well, and FTS5 walks the doclist backwards and stops at the limit (no bm25, no count).
--- :token and the scope as in fts_search.
+-- :token and the scope as in fts_count_terms.
 WITH scope AS MATERIALIZED (
     SELECT 8 * coalesce((SELECT docs FROM recall_namespaces WHERE namespace = :namespace), 0)
            <= (SELECT coalesce(sum(docs), 0) FROM recall_namespaces) AS scoped

@@ -22,15 +22,17 @@ ORDER BY ev.claim_id, e.seq;
 -- name: recall_events
 -- The candidate events' rows, with how many of their claims are believed now (active) and
 -- how many claims rest on them at all (an event whose claims were all superseded or archived
--- is history). Looked up by id, like recall_claims (hence `+namespace`).
+-- is history): one walk of each event's evidence, not one per count. Looked up by id, like
+-- recall_claims (hence `+namespace`).
 SELECT e.id, e.session_id, e.role, e.content, e.occurred_at, e.recorded_at, e.origin_class,
        e.session_kind,
-       (SELECT count(*) FROM evidence ev JOIN claims c ON c.id = ev.claim_id
-        WHERE ev.event_id = e.id AND c.status = 'active') AS active_claims,
-       (SELECT count(*) FROM evidence ev JOIN claims c ON c.id = ev.claim_id
-        WHERE ev.event_id = e.id AND c.status IN ('active', 'superseded', 'archived')) AS claims
+       count(CASE WHEN c.status = 'active' THEN 1 END) AS active_claims,
+       count(CASE WHEN c.status IN ('active', 'superseded', 'archived') THEN 1 END) AS claims
 FROM events e
-WHERE e.id IN (SELECT value FROM json_each(?)) AND +e.namespace = ?;
+LEFT JOIN evidence ev ON ev.event_id = e.id
+LEFT JOIN claims c ON c.id = ev.claim_id
+WHERE e.id IN (SELECT value FROM json_each(?)) AND +e.namespace = ?
+GROUP BY e.id;
 
 -- name: recall_known_entities
 -- The namespace's entities whose normalized name is in the JSON array of strings: the query's

@@ -1,0 +1,172 @@
+"""Recall's reads: ``Store.read`` (dependent reads in one trip to the reader thread), the
+full-text search planned between statements (``fts_search_sync``), and the vector index's
+head read with recall's first read (``VectorIndex.current``).
+
+Real SQLite files in ``tmp_path``, both SQLite modules where the store is used directly,
+Chinese and English inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from helpers import fast_config
+
+import hlmem
+from hlmem.config import StoreConfig
+from hlmem.errors import ClosedError, StoreError
+from hlmem.fts import FTS_INSERT, FtsItem, fts_row, fts_search, fts_search_sync, match_ids_read
+from hlmem.segment import query_terms
+from hlmem.store import Store, SyncReader
+
+pytestmark = pytest.mark.anyio
+
+ITEMS: list[FtsItem] = [
+    ("claim", "c-coffee", "default", "张三每天早上喝美式咖啡"),
+    ("event", "e-coffee", "default", "张三和我买了咖啡和绿茶"),
+    ("claim", "c-tea", "default", "李四只喝绿茶，不喝咖啡"),
+    ("event", "e-deploy", "default", "deployed billing-api v1.2 to db-prod-26 yesterday"),
+    ("claim", "c-deploy", "default", "billing-api runs on db-prod-26"),
+    ("event", "e-disk", "default", "db-prod-26 disk is almost full, coffee break first"),
+    ("claim", "c-team", "team", "张三 in the team namespace drinks coffee too"),
+]
+
+
+@pytest.fixture(params=["sqlean", "stdlib"])
+async def store(db_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Store]:
+    s = await Store.open(db_path, StoreConfig(sqlite_module=request.param))
+    try:
+        async with s.transaction() as tx:
+            await tx.executemany(FTS_INSERT, [fts_row(*item) for item in ITEMS])
+        yield s
+    finally:
+        await s.close()
+
+
+# --- Store.read -----------------------------------------------------------------------------------
+
+
+async def test_read_runs_reads_that_depend_on_each_other_in_one_call(store: Store) -> None:
+    """The second read is chosen from the first one's rows, on the reader thread."""
+
+    def mentions_then_rows(reader: SyncReader) -> list[tuple[str, str]]:
+        read = match_ids_read("default", query_terms("张三"), limit=10)
+        assert read is not None
+        found = sorted((r[0], r[1]) for r in reader.fetchall(*read))
+        # the next read depends on the rows of the first: only when there were some
+        if not found:
+            return []
+        both = match_ids_read("default", query_terms("张三 绿茶"), limit=10)
+        assert both is not None
+        assert [r[1] for r in reader.fetchall(*both)] == ["e-coffee"]
+        return found
+
+    assert await store.read(mentions_then_rows) == [("claim", "c-coffee"), ("event", "e-coffee")]
+    # fetch_many is built on it: rows of each named read, in order
+    first, second = await store.fetch_many(
+        [
+            read
+            for read in (
+                match_ids_read("default", query_terms("db-prod-26"), limit=10),
+                match_ids_read("team", query_terms("coffee"), limit=10),
+            )
+            if read is not None
+        ]
+    )
+    assert sorted(r[1] for r in first) == ["c-deploy", "e-deploy", "e-disk"]
+    assert [r[1] for r in second] == ["c-team"]
+
+
+async def test_read_maps_sqlite_errors_and_refuses_a_closed_store(store: Store) -> None:
+    def broken(reader: SyncReader) -> list[object]:
+        return reader.fetchall("fts_match_ids", {"match": "x"})  # parameters missing
+
+    with pytest.raises(StoreError):
+        await store.read(broken)
+    await store.close()
+    with pytest.raises(ClosedError):
+        await store.read(lambda reader: reader.fetchall("vector_head"))
+
+
+# --- the full-text search, planned between statements --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "query", ["咖啡 绿茶", "张三 咖啡", "db-prod-26 disk", "coffee billing-api"]
+)
+async def test_allow_keeps_the_allowed_hits_in_their_ranked_order(store: Store, query: str) -> None:
+    """Every term ranks here (a small store): with ``allow`` the hits are the allowed ones of
+    the same ranking, in the same order, numbered again from 1."""
+    everything = await fts_search(store, "default", query, limit=50)
+    assert len(everything) >= 2, everything
+    allow = {hit.item_id for hit in everything[1::2]}
+    terms = query_terms(query)
+
+    def search(reader: SyncReader) -> list[tuple[str, int, float]]:
+        hits = fts_search_sync(reader, namespace="default", terms=terms, allow=allow)
+        return [(h.item_id, h.rank, h.score) for h in hits]
+
+    kept = await store.read(search)
+    expected = [h for h in everything if h.item_id in allow]
+    assert [(i, s) for i, _, s in kept] == [(h.item_id, h.score) for h in expected]
+    assert [rank for _, rank, _ in kept] == list(range(1, len(expected) + 1))
+
+
+async def test_common_terms_fill_after_the_ranked_ones_and_never_with_allow(store: Store) -> None:
+    """``rank_rows=2``: "咖啡" (4 rows here) is too common to rank, "绿茶" (2) is not: the
+    tea items come ranked, then the newest coffee items unranked; with ``allow`` only the
+    ranked tier is searched."""
+    hits = await fts_search(store, "default", "绿茶 咖啡", rank_rows=2, limit=10)
+    ranked = [h.item_id for h in hits if h.score != 0]
+    newest = [h.item_id for h in hits if h.score == 0]
+    assert sorted(ranked) == ["c-tea", "e-coffee"]
+    assert newest == ["c-coffee"]  # the only coffee item not ranked already
+    terms = query_terms("绿茶 咖啡")
+
+    def search(reader: SyncReader) -> list[str]:
+        allow = {"c-tea", "c-coffee"}
+        found = fts_search_sync(
+            reader, namespace="default", terms=terms, rank_rows=2, limit=10, allow=allow
+        )
+        return [h.item_id for h in found]
+
+    assert await store.read(search) == ["c-tea"]
+
+
+# --- recall: the index head read with the first read ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("first", "later", "query"),
+    [
+        ("我每天早上喝美式咖啡", "我最近开始学弹吉他", "我最近开始学弹什么？"),
+        (
+            "I drink black coffee every morning.",
+            "I started learning the guitar.",
+            "What did I start learning?",
+        ),
+    ],
+    ids=["zh", "en"],
+)
+async def test_recall_sees_what_was_written_after_its_index_loaded(
+    db_path: Path, first: str, later: str, query: str
+) -> None:
+    async with hlmem.open(db_path, config=fast_config()) as mem:
+        await mem.remember("user", "note", first)
+        await mem.drain(timeout_s=30)
+        await mem.recall("coffee 咖啡")  # loads the vector index
+        recaller = mem._recaller
+        assert recaller is not None and recaller.index is not None
+        head = (await mem.store.fetchall("vector_head"))[0]
+        assert recaller.index.current(mem.store, head)
+        await mem.remember("user", "note", later)
+        await mem.drain(timeout_s=30)
+        head = (await mem.store.fetchall("vector_head"))[0]
+        assert not recaller.index.current(mem.store, head)  # a vector was written since
+        result = await mem.recall(query)
+        assert recaller.index.current(mem.store, head)  # ... and read by that recall
+    found = [i for i in result.items if "吉他" in i.text or "guitar" in i.text]
+    assert found, [(i.kind, i.text, i.channels) for i in result.items]
+    assert any("vector" in i.channels for i in found)
