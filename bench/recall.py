@@ -35,21 +35,27 @@ clock fixed at the data's "now":
 1. one memory per backend variant (``recall.vector_backend``: ``numpy``, ``sqlite-vec``; the
    ``auto`` default picks one of them per size, and the JSON says which); the first recall of
    each is the warm-up (it loads the numpy index: time, ``memory_bytes``, RSS growth);
-2. ``--repeat`` rounds; in each, every query (in a shuffled order) goes through
-   ``await mem.recall(query, namespace="default", k=10)`` on every variant in turn, and the
-   **floor** is timed next to it: an exact numpy scan of the same vectors (the namespace's
-   claim and event vectors, the bench's own contiguous float32 copy) for the
+2. ``--repeat`` rounds of each kind, every kind on its own and in this order, each round
+   over the queries in that round's shuffled order: first a numpy warm-up round (reported as
+   ``numpy_warmup_ms``, left out of the figures), then the numpy rounds,
+   ``await mem.recall(query, namespace="default", k=10)``, then the numpy channels alone
+   (below), then the **floor** rounds: an exact numpy scan of the same vectors (the
+   namespace's claim and event vectors, the bench's own contiguous float32 copy) for the
    ``recall.vector_candidates`` best, two ways: ``floor_ms``, the dense way (one BLAS
    matrix-vector product over every value, ``argpartition``, a sort of the best), and
    ``floor_sparse_ms``, the way the index scans (one pass per non-zero dimension of the
-   query). Each round gives
+   query); last the sqlite-vec rounds. Nothing runs between one kind's rounds: sqlite-vec
+   reads every vector row of the file a query (2.9 GB at 1M), which evicts the page cache that
+   numpy's recalls read their rows from, and the dense floor keeps both vCPUs busy (until
+   2026-11-30 the three were interleaved query by query: numpy's 1M p95 read 168-224 ms
+   then, 77 ms for the same code in rounds of its own, on a quieter machine). Each round gives
    p50/p95/p99; the JSON reports the median of the rounds (and every round); ``ratio`` =
    recall p50 / dense floor p50 (``ratio_sparse_p50`` against the other). sqlite-vec at 1M
    rows scans for seconds per query, so above ``--vec-all-max`` claims it gets the first
    ``--vec-queries`` queries of each round;
 3. agreement: the share of queries whose ten items (ids, in order) are the same on every
-   variant (asked without the activation write-back, so both see the same data), and the
-   channel breakdown of the numpy variant (full text and vector alone).
+   variant (asked without the activation write-back, so both see the same data); the channel
+   breakdown of the numpy variant (full text and vector alone) runs right after its rounds.
 
 Targets (printed PASS/FAIL, in the JSON): p95 ≤ 15 ms at 100k claims and ≤ 80 ms at 1M, for the
 backend ``auto`` chooses at that size. The machine is small (2 vCPUs) and shared; compare runs
@@ -302,28 +308,26 @@ async def measure_size(size: int, args: argparse.Namespace) -> dict[str, Any]:
             say(f"{size:,} claims: opening {v.name} (first recall loads the index) ...")
             await open_variant(v, path, queries[0])
         vec_n = len(queries) if size <= args.vec_all_max else min(args.vec_queries, len(queries))
+        # Each kind of round runs on its own, in this order: numpy recalls, then the floors,
+        # then sqlite-vec (which reads every vector row of the file a query, evicting the page
+        # cache numpy's recalls read from), so that no one's work runs between another's.
+        numpy_variant = variants[0]
+        say(f"{size:,} claims: numpy warm-up round ...")
+        out["numpy_warmup_ms"] = pcts(await recall_round(numpy_variant, queries, -1, None))
+        for r in range(args.repeat):
+            say(f"{size:,} claims: numpy round {r + 1}/{args.repeat} ...")
+            numpy_variant.times.append(await recall_round(numpy_variant, queries, r, None))
+        out["channels_numpy_ms"] = await channels(numpy_variant, queries)
         floors: dict[str, list[list[float]]] = {"dense": [], "sparse": []}
         for r in range(args.repeat):
-            say(f"{size:,} claims: round {r + 1}/{args.repeat} ...")
-            order = list(range(len(queries)))
-            random.Random(r).shuffle(order)
-            round_floors: dict[str, list[float]] = {"dense": [], "sparse": []}
-            per: dict[str, list[float]] = {v.name: [] for v in variants}
-            for pos, i in enumerate(order):
-                turn = variants if pos % 2 == 0 else variants[::-1]
-                for v in turn:
-                    if v.backend == "sqlite-vec" and pos >= vec_n:
-                        continue
-                    assert v.mem is not None
-                    started = time.perf_counter()
-                    await v.mem.recall(queries[i].text, namespace=NAMESPACE, k=K)
-                    per[v.name].append((time.perf_counter() - started) * 1000)
-                round_floors["dense"].append(floor_scan(cols, qvecs[i], vector_k))
-                round_floors["sparse"].append(floor_sparse(cols, qvecs[i], vector_k))
-            for v in variants:
-                v.times.append(per[v.name])
-            for name, times in round_floors.items():
-                floors[name].append(times)
+            say(f"{size:,} claims: floor round {r + 1}/{args.repeat} ...")
+            order = shuffled(len(queries), r)
+            floors["dense"].append([floor_scan(cols, qvecs[i], vector_k) for i in order])
+            floors["sparse"].append([floor_sparse(cols, qvecs[i], vector_k) for i in order])
+        for v in variants[1:]:
+            for r in range(args.repeat):
+                say(f"{size:,} claims: {v.name} round {r + 1}/{args.repeat} ...")
+                v.times.append(await recall_round(v, queries, r, vec_n))
         out["floor_ms"] = median_of([pcts(t) for t in floors["dense"]])
         out["floor_sparse_ms"] = median_of([pcts(t) for t in floors["sparse"]])
         out["backends"] = {}
@@ -341,7 +345,6 @@ async def measure_size(size: int, args: argparse.Namespace) -> dict[str, Any]:
             }
         out["by_category_numpy_ms"] = by_category(queries, variants[0], args.repeat)
         out["agreement"] = await agreement(variants, queries[: min(vec_n, 50)])
-        out["channels_numpy_ms"] = await channels(variants[0], queries)
         target = TARGETS_MS.get(size)
         if target is not None:
             p95 = out["backends"][auto]["ms"]["p95"]
@@ -356,6 +359,25 @@ async def measure_size(size: int, args: argparse.Namespace) -> dict[str, Any]:
             if v.mem is not None:
                 await v.mem.close()
     return out
+
+
+def shuffled(n: int, r: int) -> list[int]:
+    """Round ``r``'s order of the ``n`` queries (the same for every variant and the floors)."""
+    order = list(range(n))
+    random.Random(r).shuffle(order)
+    return order
+
+
+async def recall_round(v: Variant, queries: list[Query], r: int, first: int | None) -> list[float]:
+    """Milliseconds of ``await mem.recall(query)`` for the first ``first`` (``None``: all)
+    queries of round ``r``'s order."""
+    assert v.mem is not None
+    times = []
+    for i in shuffled(len(queries), r)[:first]:
+        started = time.perf_counter()
+        await v.mem.recall(queries[i].text, namespace=NAMESPACE, k=K)
+        times.append((time.perf_counter() - started) * 1000)
+    return times
 
 
 async def agreement(variants: list[Variant], queries: list[Query]) -> float:
@@ -392,8 +414,7 @@ def by_category(queries: list[Query], v: Variant, repeat: int) -> dict[str, dict
     the times are matched back by the same shuffle)."""
     cats: dict[str, list[float]] = {}
     for r, times in enumerate(v.times[:repeat]):
-        order = list(range(len(queries)))
-        random.Random(r).shuffle(order)
+        order = shuffled(len(queries), r)
         for i, t in zip(order, times, strict=False):
             cats.setdefault(queries[i].category, []).append(t)
     return {c: {"n": len(t), **pcts(t)} for c, t in sorted(cats.items())}
