@@ -26,8 +26,8 @@ from hlmem.embedding import LocalEmbedder
 from hlmem.event_terms import event_body
 from hlmem.lexicon import default_lexicon
 from hlmem.memory import Memory
-from hlmem.messages import EventsAdded, Job, Role, WindowPiece, WindowText
-from hlmem.offload import Offloader, window_tuple
+from hlmem.messages import EventsAdded, Job, Role, WindowPiece, WindowText, window_tuple
+from hlmem.offload import Offloader
 from hlmem.rules import RulesExtractor
 from hlmem.stages.windower import Windower
 

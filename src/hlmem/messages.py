@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
-from hlmem.clock import parse_iso, parse_iso_opt
+from hlmem.clock import iso, parse_iso, parse_iso_opt
 
 ID_MAX_CHARS = 200
 
@@ -141,6 +141,52 @@ class WindowText(_Frozen):
     namespace: str
     session_id: str
     pieces: tuple[WindowPiece, ...]
+
+
+def window_tuple(window: WindowText) -> tuple[Any, ...]:
+    """A window as plain tuples, occurred_at as ISO text and role as its value: what crosses
+    to the pipeline's CPU helper child (:mod:`hlmem.offload`). The extractor builds the same
+    tuples from its rows without a :class:`WindowText` in between, and its windows from them
+    (:func:`window_from`)."""
+    pieces = tuple(
+        (
+            p.event_id,
+            p.chunk_no,
+            p.chunk_count,
+            p.start_char,
+            p.end_char,
+            p.role.value,
+            p.text,
+            iso(p.occurred_at),
+        )
+        for p in window.pieces
+    )
+    return (window.window_id, window.namespace, window.session_id, pieces)
+
+
+def window_from(values: tuple[Any, ...]) -> WindowText:
+    """The window of :func:`window_tuple`, built without validation (as the extractor does)."""
+    window_id, namespace, session_id, pieces = values
+    return WindowText.model_construct(
+        window_id=window_id,
+        namespace=namespace,
+        session_id=session_id,
+        pieces=tuple(
+            WindowPiece.model_construct(
+                event_id=event_id,
+                chunk_no=chunk_no,
+                chunk_count=chunk_count,
+                start_char=start_char,
+                end_char=end_char,
+                role=Role(role),
+                text=text,
+                occurred_at=parse_iso(occurred_at),
+            )
+            for event_id, chunk_no, chunk_count, start_char, end_char, role, text, occurred_at in (
+                pieces
+            )
+        ),
+    )
 
 
 ClaimScope = Literal["long_term", "short_term", "plan"]

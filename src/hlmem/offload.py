@@ -21,8 +21,8 @@ Protocol, over the child's stdin and stdout: :mod:`hlmem.childio` frames of plai
 
 - child -> parent, once, after loading jieba and the part-of-speech tagger: ``("ready", pid)``.
 - parent -> child: ``("extract", windows, texts)``, each window as plain tuples
-  (:func:`window_tuple`); ``("embed", dim, texts)``; or ``("gate", drafts)``, each draft as
-  :func:`draft_tuple`.
+  (:func:`hlmem.messages.window_tuple`); ``("embed", dim, texts)``; or ``("gate", drafts)``,
+  each draft as :func:`draft_tuple`.
 - child -> parent: ``("ok", result)`` — ``(bodies, drafts per window)``, ``None`` for a window
   not worth extracting (:func:`hlmem.admission.window_worth_extracting`), each draft as
   tuples (:func:`draft_tuple`; decoding them costs the parent ~15 % less than unpickling
@@ -59,9 +59,8 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from hlmem import childio
 from hlmem.admission import Decision
-from hlmem.clock import iso, parse_iso
 from hlmem.config import PipelineConfig
-from hlmem.messages import ClaimDraft, EvidenceSpan, Role, WindowPiece, WindowText
+from hlmem.messages import ClaimDraft, EvidenceSpan, window_from
 
 log = logging.getLogger(__name__)
 
@@ -80,50 +79,6 @@ _DRAFT_FIELDS = tuple(f for f in ClaimDraft.model_fields if f != "evidence")
 
 
 # --- plain-data codecs, used on both sides -----------------------------------------------------
-
-
-def window_tuple(window: WindowText) -> tuple[Any, ...]:
-    """A window as plain tuples (occurred_at as ISO text, role as its value); the extractor
-    builds the same tuples from its rows without a :class:`WindowText` in between."""
-    pieces = tuple(
-        (
-            p.event_id,
-            p.chunk_no,
-            p.chunk_count,
-            p.start_char,
-            p.end_char,
-            p.role.value,
-            p.text,
-            iso(p.occurred_at),
-        )
-        for p in window.pieces
-    )
-    return (window.window_id, window.namespace, window.session_id, pieces)
-
-
-def window_from(values: tuple[Any, ...]) -> WindowText:
-    """The window of :func:`window_tuple`, built without validation (as the extractor does)."""
-    window_id, namespace, session_id, pieces = values
-    return WindowText.model_construct(
-        window_id=window_id,
-        namespace=namespace,
-        session_id=session_id,
-        pieces=tuple(
-            WindowPiece.model_construct(
-                event_id=event_id,
-                chunk_no=chunk_no,
-                chunk_count=chunk_count,
-                start_char=start_char,
-                end_char=end_char,
-                role=Role(role),
-                text=text,
-                occurred_at=parse_iso(occurred_at),
-            )
-            for event_id, chunk_no, chunk_count, start_char, end_char, role, text, occurred_at in (
-                pieces
-            )
-        ),
-    )
 
 
 def draft_tuple(draft: ClaimDraft) -> tuple[Any, ...]:
@@ -197,9 +152,10 @@ class Offloader:
     async def extract(
         self, windows: Sequence[tuple[Any, ...]], texts: Sequence[str]
     ) -> Extraction | None:
-        """The full-text body of each of ``texts`` and, for each window (:func:`window_tuple`),
-        the built-in rules' drafts or ``None`` when it is not worth extracting, computed in the
-        child; ``None`` when it cannot take them (compute them in the thread)."""
+        """The full-text body of each of ``texts`` and, for each window
+        (:func:`hlmem.messages.window_tuple`), the built-in rules' drafts or ``None`` when it is
+        not worth extracting, computed in the child; ``None`` when it cannot take them (compute
+        them in the thread)."""
         if not self._ready(len(texts)):
             return None
         reply = await self._request(("extract", list(windows), list(texts)))

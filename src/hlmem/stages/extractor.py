@@ -44,11 +44,10 @@ from hlmem.messages import (
     EmbedClaims,
     Job,
     OriginClass,
-    Role,
     SessionKind,
     WindowClosed,
-    WindowPiece,
     WindowText,
+    window_from,
 )
 from hlmem.providers import ChatMessage, ChatRequest
 from hlmem.queue import JobSpec
@@ -120,30 +119,11 @@ class _Window:
     @cached_property
     def window(self) -> WindowText:
         """The admitted pieces as a message; built only for the extractor in this process
-        (the helper child gets :meth:`plain` instead)."""
-        # Rows the store wrote and checked: built without validation (hot path).
-        pieces = tuple(
-            WindowPiece.model_construct(
-                event_id=r[3],
-                chunk_no=r[4],
-                chunk_count=r[5],
-                start_char=r[6],
-                end_char=r[7],
-                role=Role(r[8]),
-                occurred_at=self.sources[r[3]].occurred_at,
-                text=r[10],
-            )
-            for r in self.rows
-        )
-        return WindowText.model_construct(
-            window_id=self.window_id,
-            namespace=self.namespace,
-            session_id=self.session_id,
-            pieces=pieces,
-        )
+        (the helper child gets :meth:`plain` instead, and builds the same from it)."""
+        return window_from(self.plain())
 
     def plain(self) -> tuple[Any, ...]:
-        """The window as :func:`hlmem.offload.window_tuple` gives it, straight from the rows."""
+        """The window as :func:`hlmem.messages.window_tuple` gives it, straight from the rows."""
         pieces = tuple((r[3], r[4], r[5], r[6], r[7], r[8], r[10], r[9]) for r in self.rows)
         return (self.window_id, self.namespace, self.session_id, pieces)
 
