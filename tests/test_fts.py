@@ -358,10 +358,10 @@ async def test_match_ids_finds_what_mentions_every_term_newest_first(
         terms = query_terms(name)
         read = match_ids_read("team", terms, limit=10)
         assert read is not None
-        (rows,) = await store.fetch_many([read])
+        rows = await store.fetchall(*read)
         assert [r[1] for r in rows] == want  # newest first
         ranked = await fts_search_terms(store, "team", terms, limit=10, every=True)
         assert {h.item_id for h in ranked} == set(want)
-        (one,) = await store.fetch_many([match_ids_read("team", terms, limit=1) or read])
+        one = await store.fetchall(*(match_ids_read("team", terms, limit=1) or read))
         assert [r[1] for r in one] == want[:1]
     assert match_ids_read("team", [], limit=10) is None

@@ -64,17 +64,11 @@ async def test_read_runs_reads_that_depend_on_each_other_in_one_call(store: Stor
         return found
 
     assert await store.read(mentions_then_rows) == [("claim", "c-coffee"), ("event", "e-coffee")]
-    # fetch_many is built on it: rows of each named read, in order
-    first, second = await store.fetch_many(
-        [
-            read
-            for read in (
-                match_ids_read("default", query_terms("db-prod-26"), limit=10),
-                match_ids_read("team", query_terms("coffee"), limit=10),
-            )
-            if read is not None
-        ]
-    )
+    # each namespace's own mentions
+    deploy = match_ids_read("default", query_terms("db-prod-26"), limit=10)
+    coffee = match_ids_read("team", query_terms("coffee"), limit=10)
+    assert deploy is not None and coffee is not None
+    first, second = await store.fetchall(*deploy), await store.fetchall(*coffee)
     assert sorted(r[1] for r in first) == ["c-deploy", "e-deploy", "e-disk"]
     assert [r[1] for r in second] == ["c-team"]
 

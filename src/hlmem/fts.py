@@ -239,7 +239,7 @@ def fts_hits(rows: Sequence[Any], *, limit: int) -> list[FtsHit]:
 def match_ids_read(
     namespace: str, terms: Sequence[str], *, limit: int
 ) -> tuple[str, dict[str, object]] | None:
-    """The named read (for :meth:`Store.fetch_many` or a :class:`SyncReader`) of the newest
+    """The named read (for :meth:`Store.fetchall` or a :class:`SyncReader`) of the newest
     ``limit`` items of ``namespace`` matching every one of ``terms``, unranked, as ``(kind,
     item_id)`` rows; ``None`` without terms. For "what mentions this name": a fraction of a
     ranked search's cost, and the same items whenever ``limit`` covers every match."""

@@ -571,13 +571,6 @@ class Store:
         with self._errors.mapped():
             return list(await self._reader.execute_fetchall(QUERIES[name], params))
 
-    async def fetch_many(self, reads: Sequence[tuple[str, Params]]) -> list[list[Any]]:
-        """Run several named reads on the reader connection in one trip to its thread; their
-        rows in order. A hop costs the loop a wake-up and the reader the GIL back, more than a
-        small query: recall asks for what it needs next together."""
-        statements = list(reads)
-        return await self.read(lambda r: [r.fetchall(name, params) for name, params in statements])
-
     async def read(self, fn: Callable[[SyncReader], T]) -> T:
         """Run ``fn`` with the reader connection on the reader's thread, in one hop; its result.
 
