@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import subprocess
+import sys
 
 import hlmem
 
@@ -70,3 +72,27 @@ def test_errors_are_hlmem_errors() -> None:
 
 def test_version_matches_the_installed_distribution() -> None:
     assert hlmem.__version__ == importlib.metadata.version("hlmem")
+
+
+def test_the_helper_childs_imports_leave_the_facade_unloaded() -> None:
+    """The pipeline's CPU helper child (``python -m hlmem.offload``) starts at every burst:
+    what it imports must not pull in the memory facade (store, pipeline, recall, gateway) or
+    the configuration's models, which the package loads only when they are first used."""
+    code = (
+        "import sys, hlmem.offload\n"
+        "from hlmem import atoms, langdata, segment\n"
+        "from hlmem.admission import gate\n"
+        "from hlmem.embedding import LocalEmbedder\n"
+        "from hlmem.event_terms import event_body\n"
+        "from hlmem.rules import RulesExtractor\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('hlmem'))))\n"
+        "import hlmem\n"
+        "print(hlmem.load_config().pipeline.offload, hlmem.Config.__module__)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    ).stdout.splitlines()
+    loaded = set(out[0].split())
+    assert {"hlmem.offload", "hlmem.rules", "hlmem.atoms"} <= loaded
+    assert not loaded & {"hlmem.config", "hlmem.memory", "hlmem.store", "hlmem.recall"}, loaded
+    assert out[1] == "auto hlmem.config"  # and the lazy names still resolve

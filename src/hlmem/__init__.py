@@ -6,10 +6,10 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from hlmem.clock import Clock, ManualClock, SystemClock
-from hlmem.config import Config, load_config
 from hlmem.errors import (
     ClosedError,
     ConfigError,
@@ -34,14 +34,19 @@ from hlmem.messages import (
 )
 
 if TYPE_CHECKING:
+    from hlmem.config import Config, load_config
     from hlmem.memory import Memory, Stats, open
 
 __version__ = "0.1.0"
 
-#: public names of :mod:`hlmem.memory`, imported on first use: the library facade pulls in the
-#: store, the pipeline, recall and the gateway, which a process that only needs the language
-#: tools (the pipeline's CPU helper child, ``python -m hlmem.offload``) never loads
-_LAZY = frozenset({"Memory", "Stats", "open"})
+#: public names imported on first use, by module: the library facade pulls in the store, the
+#: pipeline, recall and the gateway, and the configuration's models, none of which a process
+#: that only needs the language tools (the pipeline's CPU helper child, ``python -m
+#: hlmem.offload``) loads
+_LAZY = {"Memory": "memory", "Stats": "memory", "open": "memory"} | {
+    "Config": "config",
+    "load_config": "config",
+}
 
 __all__ = [
     "Claim",
@@ -76,9 +81,8 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        from hlmem import memory
-
-        value = getattr(memory, name)
+        module = importlib.import_module(f"hlmem.{_LAZY[name]}")
+        value = getattr(module, name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'hlmem' has no attribute {name!r}")

@@ -50,7 +50,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import anyio
 import numpy as np
@@ -59,8 +59,10 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from hlmem import childio
 from hlmem.admission import Decision
-from hlmem.config import PipelineConfig
 from hlmem.messages import ClaimDraft, EvidenceSpan, window_from
+
+if TYPE_CHECKING:
+    from hlmem.config import PipelineConfig
 
 log = logging.getLogger(__name__)
 
