@@ -12,7 +12,7 @@ from hlmem.config import StageConfig, StoreConfig
 from hlmem.errors import LeaseLost
 from hlmem.messages import JobStatus, SessionEnded
 from hlmem.queue import JobQueue, JobSpec, owner_is_dead, retry_decision
-from hlmem.store import Store
+from hlmem.store import QUERIES, Store
 
 pytestmark = pytest.mark.anyio
 
@@ -110,6 +110,31 @@ async def test_release_does_not_count_an_attempt(store: Store, db_path: Path) ->
     jobs = await queue.claim("windower", 1)
     await queue.release(jobs)
     assert rows(db_path)[0][1:3] == ("todo", 0)
+
+
+@pytest.mark.parametrize("name", ["complete_jobs", "release_jobs"])
+async def test_finishing_a_batch_reads_its_own_jobs_only(
+    store: Store, db_path: Path, name: str
+) -> None:
+    """A process holds hundreds of leased jobs at a burst (every stage's batches); completing
+    or releasing a few of them looks them up by id, not by walking everything it holds."""
+    queue = JobQueue(store, lease_s=30)
+    await enqueue(store, queue, [spec(i) for i in range(300)])
+    held = await queue.claim("windower", 300)
+    conn = connect_raw(db_path)
+    try:
+        plan = conn.execute(f"EXPLAIN QUERY PLAN {QUERIES[name]}", (0.0, "[1]", queue.owner))
+        details = " | ".join(str(r[3]) for r in plan)
+    finally:
+        conn.close()
+    assert "INTEGER PRIMARY KEY" in details and "jobs_doing" not in details, details
+    # and the statements still do their work on just those jobs
+    async with store.transaction() as tx:
+        await queue.complete(tx, held[:2])
+    await queue.release(held[2:4])
+    statuses = [r[1] for r in rows(db_path)]
+    assert statuses[:4] == ["done", "done", "todo", "todo"]
+    assert statuses[4:] == ["doing"] * 296
 
 
 async def test_recover_returns_dead_owners_jobs_at_once(store: Store, db_path: Path) -> None:

@@ -43,9 +43,11 @@ WHERE id IN (
 RETURNING id, kind, payload, attempts;
 
 -- name: complete_jobs
--- (now, job ids as a JSON array, owner): one statement for the batch.
+-- (now, job ids as a JSON array, owner): one statement for the batch. The jobs are found by
+-- id: `+status` and `+owner` keep SQLite off jobs_doing, whose walk would read every job this
+-- process holds (all stages' leased batches, hundreds at a burst) to complete a few.
 UPDATE jobs SET status = 'done', owner = NULL, lease_until = NULL, updated_at = ?
-WHERE id IN (SELECT value FROM json_each(?)) AND status = 'doing' AND owner = ?;
+WHERE id IN (SELECT value FROM json_each(?)) AND +status = 'doing' AND +owner = ?;
 
 -- name: retry_job
 UPDATE jobs SET status = 'todo', owner = NULL, lease_until = NULL, run_after = ?,
@@ -58,10 +60,10 @@ UPDATE jobs SET status = ?, owner = NULL, lease_until = NULL, last_error = ?, de
 WHERE id = ? AND status = 'doing' AND owner = ?;
 
 -- name: release_jobs
--- (now, job ids as a JSON array, owner)
+-- (now, job ids as a JSON array, owner); found by id, as in complete_jobs
 UPDATE jobs SET status = 'todo', owner = NULL, lease_until = NULL,
                 attempts = max(attempts - 1, 0), updated_at = ?
-WHERE id IN (SELECT value FROM json_each(?)) AND status = 'doing' AND owner = ?;
+WHERE id IN (SELECT value FROM json_each(?)) AND +status = 'doing' AND +owner = ?;
 
 -- name: renew_leases
 UPDATE jobs SET lease_until = ? WHERE owner = ? AND status = 'doing';
