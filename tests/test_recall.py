@@ -18,6 +18,7 @@ from helpers import fast_config, rows
 import hlmem
 from hlmem import query as query_mod
 from hlmem.clock import ManualClock
+from hlmem.fts import fts_search
 from hlmem.memory import Memory
 from hlmem.messages import OriginClass, RecallResult
 from hlmem.query import name_candidates
@@ -92,6 +93,62 @@ async def test_story_1_current_then_history(
     assert now.packet and now.tokens <= now.budget_tokens
 
 
+@pytest.mark.parametrize(
+    ("old", "new", "asides", "query"),
+    [
+        (
+            "我主要用深色模式",
+            "最近眼睛不舒服，暂时换成浅色模式",
+            [
+                "深色模式的对比度是不是太低了？",
+                "深色模式下图标看不清吗？",
+                "夜里用深色模式会好些吗？",
+            ],
+            "深色模式",
+        ),
+        (
+            "I mostly use dark mode.",
+            "My eyes hurt lately, so I'm switching to light mode temporarily.",
+            [
+                "Is the dark mode contrast too low?",
+                "Are icons hard to see in dark mode?",
+                "Would dark mode help at night?",
+            ],
+            "dark mode",
+        ),
+    ],
+    ids=["zh", "en"],
+)
+async def test_current_recall_fills_k_past_history_events(
+    db_path: Path, old: str, new: str, asides: list[str], query: str
+) -> None:
+    """Events whose claims were all superseded are history: current recall leaves them out
+    however many of them rank first, and still returns its k items, the first k of a wider
+    recall (whether an event's claims still hold is read only for the events that would be
+    shown, so a small k must read on past the ones it hides)."""
+    clock = ManualClock()
+    async with hlmem.open(db_path, config=fast_config(), clock=clock) as mem:
+        for day in range(1, 6):  # the same preference told in five sessions: one claim
+            await say(mem, clock, at(2026, 3, day), old)
+        await say(mem, clock, at(2026, 3, 10), *asides)  # questions: no claim rests on them
+        await say(mem, clock, at(2026, 3, 20), new)
+        hits = await fts_search(mem.store, "default", query)
+        wide = await mem.recall(query, k=10)
+        narrow = {k: await mem.recall(query, k=k) for k in (1, 2, 3)}
+    told = {r[0] for r in rows(db_path, "SELECT id FROM events WHERE content = ?", (old,))}
+    assert len(told) == 5
+    superseded = rows(db_path, "SELECT count(*) FROM claims WHERE status = 'superseded'")
+    assert superseded == [(1,)]
+    # the five old events are full-text candidates, ranked with the others ...
+    assert told <= {h.item_id for h in hits if h.kind == "event"}
+    # ... and current recall never shows one, nor the superseded claim
+    assert all(i.id not in told and i.status != "superseded" for i in wide.items)
+    assert {i.text for i in wide.items if i.kind == "event"} <= set(asides) | {new}
+    assert len(wide.items) >= 4  # the light-mode claim and the three questions at least
+    for k, result in narrow.items():
+        assert [i.id for i in result.items] == [i.id for i in wide.items[:k]], k
+
+
 # --- story 2 -------------------------------------------------------------------------------------
 
 
@@ -157,7 +214,7 @@ async def test_entity_isolation(db_path: Path) -> None:
 
 
 async def test_the_speaker_is_no_entity_and_names_are_whole_words(db_path: Path) -> None:
-    """"User is based in Toronto" does not make "user" an entity (it would pull every claim of
+    """ "User is based in Toronto" does not make "user" an entity (it would pull every claim of
     the speaker into a query about "user-api"); a Latin name matches as a whole word only."""
     async with hlmem.open(db_path, config=fast_config()) as mem:
         await mem.remember("user", "location", "Toronto", text="User is based in Toronto")

@@ -418,6 +418,8 @@ class Recaller:
         if shown:
             for r in reader.fetchall("recall_claim_evidence", (json.dumps(shown),)):
                 evidence.setdefault(r[0], []).append(r)
+        if _claims_speak(parsed):
+            scored = _without_history_events(reader, scored, keys, evidence, k)
         redacted = _Redactions()
         items = []
         for score, is_event, item_id, r, folded in _fold_order(scored, keys, evidence, k):
@@ -563,7 +565,8 @@ def _claim_visible(r: Any, parsed: QueryParse, now: datetime) -> bool:
 
 
 def _event_visible(r: Any, parsed: QueryParse) -> bool:
-    active_claims, claims = r[8], r[9]
+    """Whether an event was told by the time the query asks about; in current recall its
+    claims also speak for it (:func:`_claims_say_history`, asked apart)."""
     if parsed.as_of is not None and r[5] > iso(parsed.as_of):
         return False  # not yet told then
     if parsed.period_end is not None:
@@ -571,10 +574,18 @@ def _event_visible(r: Any, parsed: QueryParse) -> bool:
             return False  # said after the period the query names
     elif parsed.valid_at is not None and r[4] > iso(parsed.valid_at):
         return False  # not yet said then
-    if parsed.mode == "current" and parsed.as_of is None and parsed.valid_at is None:
-        # Its claims speak for it; when they have all been superseded, it is history.
-        return not (claims and not active_claims)
     return True
+
+
+def _claims_speak(parsed: QueryParse) -> bool:
+    """Whether an event's claims decide if it is shown: in current recall (no ``as_of``, no
+    ``valid_at``), an event whose claims have all been superseded or archived is history."""
+    return parsed.mode == "current" and parsed.as_of is None and parsed.valid_at is None
+
+
+def _claims_say_history(counts: Any) -> bool:
+    """A ``recall_event_claims`` row (``None``: no claim rests on the event) says history."""
+    return counts is not None and counts[2] > 0 and counts[1] == 0
 
 
 class _Redactions(dict[str, str]):
@@ -601,6 +612,36 @@ def _fold_keys(scored: list[_Scored]) -> dict[str, tuple[Any, ...]]:
         for _, is_event, item_id, r in scored
         if not is_event
     }
+
+
+def _without_history_events(
+    reader: SyncReader,
+    scored: list[_Scored],
+    keys: dict[str, tuple[Any, ...]],
+    evidence: dict[str, list[Any]],
+    k: int,
+) -> list[_Scored]:
+    """``scored`` without the events its first ``k`` items would show whose claims have all
+    been superseded or archived (history, in current recall).
+
+    What the claims of an event say is read only for the events that would be shown, not for
+    every candidate (with those of the next ``k`` items, in case some are hidden): a hidden
+    event lets the next candidate in, whose events are then read, until every event shown has
+    been (usually one read). Events past the first ``k`` items never
+    change which items are shown (:func:`_fold_order`), so the items are those of filtering
+    every candidate first."""
+    hidden: set[str] = set()
+    read: set[str] = set()
+    while True:
+        kept = [s for s in scored if not (s[1] and s[2] in hidden)]
+        if all(e[2] in read for e in _fold_order(kept, keys, evidence, k) if e[1]):
+            return kept
+        # the events of twice as many items: a hidden one rarely needs another read then
+        ahead = _fold_order(kept, keys, evidence, 2 * k)
+        todo = [e[2] for e in ahead if e[1] and e[2] not in read]
+        counts = {r[0]: r for r in reader.fetchall("recall_event_claims", (json.dumps(todo),))}
+        read.update(todo)
+        hidden.update(e for e in todo if _claims_say_history(counts.get(e)))
 
 
 def _first_claims(scored: list[_Scored], keys: dict[str, tuple[Any, ...]], k: int) -> list[str]:

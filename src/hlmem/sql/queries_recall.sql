@@ -20,19 +20,25 @@ WHERE ev.claim_id IN (SELECT value FROM json_each(?))
 ORDER BY ev.claim_id, e.seq;
 
 -- name: recall_events
--- The candidate events' rows, with how many of their claims are believed now (active) and
--- how many claims rest on them at all (an event whose claims were all superseded or archived
--- is history): one walk of each event's evidence, not one per count. Looked up by id, like
--- recall_claims (hence `+namespace`).
+-- The candidate events' rows. Looked up by id, like recall_claims (hence `+namespace`). Whether
+-- an event's claims are still believed is asked apart (recall_event_claims), and only for the
+-- events that could be shown: it walks each event's evidence and claims, which cost as much as
+-- the rows themselves.
 SELECT e.id, e.session_id, e.role, e.content, e.occurred_at, e.recorded_at, e.origin_class,
-       e.session_kind,
+       e.session_kind
+FROM events e
+WHERE e.id IN (SELECT value FROM json_each(?)) AND +e.namespace = ?;
+
+-- name: recall_event_claims
+-- Of the given events (JSON array of ids), how many of their claims are believed now (active)
+-- and how many rest on them at all (active, superseded or archived): an event whose claims
+-- were all superseded or archived is history. Events no claim rests on have no row.
+SELECT ev.event_id,
        count(CASE WHEN c.status = 'active' THEN 1 END) AS active_claims,
        count(CASE WHEN c.status IN ('active', 'superseded', 'archived') THEN 1 END) AS claims
-FROM events e
-LEFT JOIN evidence ev ON ev.event_id = e.id
-LEFT JOIN claims c ON c.id = ev.claim_id
-WHERE e.id IN (SELECT value FROM json_each(?)) AND +e.namespace = ?
-GROUP BY e.id;
+FROM evidence ev JOIN claims c ON c.id = ev.claim_id
+WHERE ev.event_id IN (SELECT value FROM json_each(?))
+GROUP BY ev.event_id;
 
 -- name: recall_known_entities
 -- The namespace's entities whose normalized name is in the JSON array of strings: the query's
