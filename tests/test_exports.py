@@ -87,7 +87,7 @@ def test_the_helper_childs_imports_leave_the_facade_unloaded() -> None:
         "from hlmem.rules import RulesExtractor\n"
         "print(' '.join(sorted(m for m in sys.modules if m.startswith('hlmem'))))\n"
         "import hlmem\n"
-        "print(hlmem.load_config().pipeline.offload, hlmem.Config.__module__)\n"
+        "print(hlmem.load_config(env={}).pipeline.offload, hlmem.Config.__module__)\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120

@@ -627,9 +627,8 @@ def _without_history_events(
     What the claims of an event say is read only for the events that would be shown, not for
     every candidate (with those of the next ``k`` items, in case some are hidden): a hidden
     event lets the next candidate in, whose events are then read, until every event shown has
-    been (usually one read). Events past the first ``k`` items never
-    change which items are shown (:func:`_fold_order`), so the items are those of filtering
-    every candidate first."""
+    been (usually one read). Events past the first ``k`` items never change which items are
+    shown (:func:`_fold_order`), so the items are those of filtering every candidate first."""
     hidden: set[str] = set()
     read: set[str] = set()
     while True:
