@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from helpers import connect_raw
 
-from hlmem import vector_index
+from hlmem import vector_index, vector_rows
 from hlmem.config import StoreConfig
 from hlmem.errors import ConfigError, InputError
 from hlmem.store import Store, migrations
@@ -621,8 +621,8 @@ async def test_sparse_queries_scan_only_their_dimensions_exactly(
     """Hashed-feature vectors are mostly zeros: the numpy scan then reads only the query's
     non-zero dimensions, a block of rows at a time, and a large scan is split in two threads.
     Same top-k and scores as brute force, and as the dense product."""
-    monkeypatch.setattr(vector_index, "SPARSE_MIN_ROWS", 100)
-    monkeypatch.setattr(vector_index, "_BLOCK_ROWS", 700)  # several blocks, a ragged last one
+    monkeypatch.setattr(vector_rows, "SPARSE_MIN_ROWS", 100)
+    monkeypatch.setattr(vector_rows, "_BLOCK_ROWS", 700)  # several blocks, a ragged last one
     monkeypatch.setattr(vector_index, "SPLIT_MIN_FLOATS", 1)  # every scan in two halves
     rng = np.random.default_rng(25)
 

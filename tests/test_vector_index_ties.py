@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from hlmem import vector_index
+from hlmem import vector_index, vector_rows
 from hlmem.config import StoreConfig
 from hlmem.store import Store
 from hlmem.vector_index import VectorHit, VectorIndex, earliest_ties, top_rows
@@ -101,8 +101,8 @@ async def test_tied_vectors_rank_in_write_order_on_one_thread_or_two(
     write order, whether the partition is scanned whole or in two halves on two threads.
     (Queries of at most 8 non-zero values of 32: a dense query's BLAS product may round
     identical vectors differently by position.)"""
-    monkeypatch.setattr(vector_index, "SPARSE_MIN_ROWS", 100)
-    monkeypatch.setattr(vector_index, "_BLOCK_ROWS", 700)
+    monkeypatch.setattr(vector_rows, "SPARSE_MIN_ROWS", 100)
+    monkeypatch.setattr(vector_rows, "_BLOCK_ROWS", 700)
     monkeypatch.setattr(vector_index, "SPLIT_MIN_FLOATS", 1 if split else 10**12)
     rng = np.random.default_rng(32)
     facts = np.zeros((12, DIM), dtype=np.float32)
