@@ -11,6 +11,8 @@ from __future__ import annotations
 import itertools
 import os
 import signal
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -441,3 +443,22 @@ def test_offload_settings_are_checked() -> None:
     for bad in bad_values:
         with pytest.raises(hlmem.ConfigError):
             hlmem.load_config(env={}, overrides={"pipeline": bad})
+
+
+def test_the_child_skips_pkg_resources_and_jieba_still_opens_its_files() -> None:
+    """The child makes ``import pkg_resources`` fail (a scan of every installed distribution,
+    ~0.17 s of its start); jieba then opens its own files with a plain ``open``."""
+    code = (
+        "import sys\n"
+        "from hlmem.offload import without_pkg_resources\n"
+        "without_pkg_resources()\n"
+        "import jieba\n"
+        "print(sys.modules.get('pkg_resources') is None)\n"
+        "print(jieba.get_dict_file().readline().decode('utf-8').strip())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    ).stdout.splitlines()
+    assert out[0] == "True"  # never imported
+    word, count, tag = out[1].split()  # the dictionary's first line: word, count, POS tag
+    assert word and count.isdigit() and tag.isalpha()
