@@ -22,6 +22,7 @@ from typing import Any
 
 import anyio
 
+from hlmem import langdata
 from hlmem.config import Config, env_default, load_config
 from hlmem.errors import HlmemError
 from hlmem.memory import Memory
@@ -575,6 +576,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # run as the ``hlmem`` program, not called by a user's code
+        langdata.skip_pkg_resources()
     parser = build_parser()
     args = parser.parse_args(argv)
     level = [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)]

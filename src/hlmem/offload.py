@@ -57,7 +57,7 @@ import numpy as np
 from anyio.abc import Process, TaskStatus
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from hlmem import childio
+from hlmem import childio, langdata
 from hlmem.admission import Decision
 from hlmem.messages import ClaimDraft, EvidenceSpan, window_from
 
@@ -335,21 +335,9 @@ def serve(inp: BinaryIO, out: BinaryIO) -> int:
     return 0
 
 
-def without_pkg_resources() -> None:
-    """Make ``import pkg_resources`` fail in this process, for the child only.
-
-    jieba imports setuptools' ``pkg_resources`` to open its dictionary file, and falls back to
-    a plain ``open`` when that import fails. The import scans every installed distribution:
-    ~0.17 s of the child's start here (jieba itself then imports in ~0.06 s instead of ~0.24),
-    for a file the child never opens (:mod:`hlmem.langdata` gives jieba its tables). Never
-    done in a user's process: other code there may need ``pkg_resources``."""
-    if "pkg_resources" not in sys.modules:
-        sys.modules["pkg_resources"] = None  # type: ignore[assignment]
-
-
 def main() -> int:
     out = childio.become_child()
-    without_pkg_resources()
+    langdata.skip_pkg_resources()  # before serve() imports jieba
     try:
         return serve(sys.stdin.buffer, out)
     finally:
