@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -124,3 +126,12 @@ async def apply(
 def claim_items(result: RecallResult) -> list[RecallItem]:
     """The claims of a recall result, best first."""
     return [i for i in result.items if i.kind == "claim"]
+
+
+def python_lines(code: str) -> list[str]:
+    """The lines ``code`` prints, run by this Python in a fresh process (what a new process
+    imports or loads, untouched by this test session's imports)."""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    return done.stdout.splitlines()

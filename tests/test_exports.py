@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
-import subprocess
-import sys
+
+from helpers import python_lines
 
 import hlmem
 
@@ -89,9 +89,7 @@ def test_the_helper_childs_imports_leave_the_facade_unloaded() -> None:
         "import hlmem\n"
         "print(hlmem.load_config(env={}).pipeline.offload, hlmem.Config.__module__)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
-    ).stdout.splitlines()
+    out = python_lines(code)
     loaded = set(out[0].split())
     assert {"hlmem.offload", "hlmem.rules", "hlmem.atoms"} <= loaded
     assert not loaded & {"hlmem.config", "hlmem.memory", "hlmem.store", "hlmem.recall"}, loaded

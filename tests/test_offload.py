@@ -11,15 +11,13 @@ from __future__ import annotations
 import itertools
 import os
 import signal
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from helpers import fast_config, rows, wait_until
+from helpers import fast_config, python_lines, rows, wait_until
 
 import hlmem
 from hlmem.admission import gate, window_worth_extracting
@@ -457,9 +455,7 @@ def test_the_child_skips_pkg_resources_and_jieba_still_opens_its_files() -> None
         "print(sys.modules.get('pkg_resources') is None)\n"
         "print(jieba.get_dict_file().readline().decode('utf-8').strip())\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
-    ).stdout.splitlines()
+    out = python_lines(code)
     assert out[0] == "True"  # never imported
     word, count, tag = out[1].split()  # the dictionary's first line: word, count, POS tag
     assert word and count.isdigit() and tag.isalpha()
