@@ -633,10 +633,11 @@ def _without_history_events(
     read: set[str] = set()
     while True:
         kept = [s for s in scored if not (s[1] and s[2] in hidden)]
-        if all(e[2] in read for e in _fold_order(kept, keys, evidence, k) if e[1]):
-            return kept
-        # the events of twice as many items: a hidden one rarely needs another read then
+        # twice as many items as are shown (their first k are the items shown): the events of
+        # the next k are read with them, so a hidden one rarely needs another read
         ahead = _fold_order(kept, keys, evidence, 2 * k)
+        if all(e[2] in read for e in ahead[:k] if e[1]):
+            return kept
         todo = [e[2] for e in ahead if e[1] and e[2] not in read]
         counts = {r[0]: r for r in reader.fetchall("recall_event_claims", (json.dumps(todo),))}
         read.update(todo)
