@@ -334,6 +334,10 @@ class MaintenanceConfig(_Section):
     access_boost: float = Field(0.1, ge=0)
     feedback_boost: float = Field(0.5, ge=0)
     activation_cap: float = Field(5.0, gt=0)
+    # Recall's boosts are written together (one transaction for many recalls), at most this
+    # long after the first one waiting, or at once when access_flush_claims claims wait.
+    access_flush_s: float = Field(1.0, ge=0)
+    access_flush_claims: int = Field(1000, ge=1)
     # Archive: active claims not accessed for archive_silent_days whose activation has decayed
     # to archive_max_activation or below; importance at or above archive_keep_importance is
     # never archived for silence.

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from hlmem.clock import iso, parse_iso
@@ -68,7 +68,7 @@ def current(
 def boost_sync(
     tx: SyncTx,
     cfg: MaintenanceConfig,
-    claim_ids: Sequence[str],
+    claim_ids: Sequence[str] | Mapping[str, int],
     *,
     now: datetime,
     boost: float,
@@ -76,18 +76,21 @@ def boost_sync(
 ) -> int:
     """Raise the activation of ``claim_ids`` by ``boost`` after decaying it to ``now``, and
     mark them accessed now (``count_access``: a recall, which also counts in
-    ``access_count``). Runs inside the caller's transaction; returns the claims changed."""
-    found = tx.fetchall("lifecycle_activation_rows", (json.dumps(list(claim_ids)),))
+    ``access_count``). A mapping gives how many times each claim was accessed: it is raised
+    that many boosts (as many accesses at ``now``) and counts that many accesses. Runs inside
+    the caller's transaction; returns the claims changed."""
+    times = claim_ids if isinstance(claim_ids, Mapping) else dict.fromkeys(claim_ids, 1)
+    found = tx.fetchall("lifecycle_activation_rows", (json.dumps(list(times)),))
     at = iso(now)
     updates = [
         (
             min(
                 current(cfg, activation=r[1], since=r[2], scope=r[3], importance=r[4], now=now)
-                + boost,
+                + boost * times[r[0]],
                 cfg.activation_cap,
             ),
             at,
-            1 if count_access else 0,
+            times[r[0]] if count_access else 0,
             at,
             r[0],
         )

@@ -28,7 +28,7 @@ from hlmem.backup import backup as backup_file
 from hlmem.clock import Clock, SystemClock, iso, parse_iso, wall
 from hlmem.config import Config, load_config
 from hlmem.correct import Correction, correction_draft, event_fields, load_target, submit
-from hlmem.errors import ClosedError, InputError, StoreError
+from hlmem.errors import ClosedError, InputError
 from hlmem.explain import ClaimExplanation, explain_claim
 from hlmem.forget import ForgetResult
 from hlmem.forget import forget as forget_items
@@ -63,6 +63,7 @@ from hlmem.slots import SPEAKER, subject_key
 from hlmem.stages.maintenance import Maintenance
 from hlmem.store import Store, SyncTx
 from hlmem.text import content_hash, derived_id, language_of
+from hlmem.touches import Touches
 
 log = logging.getLogger(__name__)
 
@@ -148,6 +149,7 @@ class Memory:
         self._recaller: Recaller | None = None
         self._gateway: Gateway | None = None
         self._tg: TaskGroup | None = None
+        self._touches: Touches | None = None
 
     async def __aenter__(self) -> Memory:
         stack = AsyncExitStack()
@@ -169,6 +171,8 @@ class Memory:
             self._gateway = gateway
             tg = await stack.enter_async_context(anyio.create_task_group())
             self._tg = tg
+            self._touches = Touches(self._store, self.config.maintenance, self.clock)
+            await tg.start(self._touches.run)
             self._writer = EventWriter(self._queue, self.config.ingest, self.clock)
             await tg.start(self._writer.run)
             if self.mode == "inline":
@@ -197,6 +201,8 @@ class Memory:
             await self._writer.stop()
         if self._pipeline is not None:
             self._pipeline.stop()
+        if self._touches is not None:
+            await self._touches.stop()
         await stack.aclose()
 
     # --- internals ----------------------------------------------------------------------------
@@ -389,7 +395,8 @@ class Memory:
     async def drain(self, *, timeout_s: float | None = None, settle_s: float = 0.0) -> None:
         """Wait until no job is waiting or running (failed and parked jobs do not count),
         and has not been for ``settle_s`` (``hlmem worker --drain`` waits a little, in case a
-        producer is between two events).
+        producer is between two events). Then writes the activation boosts of recalls that
+        still wait (``maintenance.access_flush_s``).
 
         :raises TimeoutError: not idle within ``timeout_s``.
         """
@@ -400,6 +407,8 @@ class Memory:
                 if await self.queue.backlog() == 0:
                     idle_since = idle_since or wall()
                     if wall() - idle_since >= settle_s:
+                        if self._touches is not None:
+                            await self._touches.flush()
                         return
                 else:
                     idle_since = None
@@ -543,7 +552,8 @@ class Memory:
         now. Events from untrusted sources only with ``include_untrusted`` (marked). The
         result carries how the query was understood, the items, and the packet within
         ``budget_tokens`` (default ``recall.budget_tokens``). What is returned becomes easier to
-        recall next time (activation), without slowing this call.
+        recall next time (activation), without slowing this call: the boosts of many recalls are
+        written together, within ``maintenance.access_flush_s`` (:mod:`hlmem.touches`).
 
         :raises InputError: ``k`` below 1.
         """
@@ -564,22 +574,9 @@ class Memory:
         )
         touched = [i.id for i in result.items if i.kind == "claim"]
         touched += [f for i in result.items for f in i.folded]
-        if touched and self._tg is not None:
-            self._tg.start_soon(self._touch, touched)
+        if self._touches is not None:
+            self._touches.add(touched)  # written in a batch, off this call (hlmem.touches)
         return result
-
-    async def _touch(self, claim_ids: list[str]) -> None:
-        cfg = self.config.maintenance
-
-        def touch(tx: SyncTx) -> int:
-            return boost_sync(
-                tx, cfg, claim_ids, now=self.clock.now(), boost=cfg.access_boost, count_access=True
-            )
-
-        try:
-            await self.store.run_in_transaction(touch)
-        except (StoreError, ClosedError):  # best effort: recall itself already answered
-            log.debug("activation update skipped", exc_info=True)
 
     async def feedback(self, item_id: str, *, useful: bool) -> None:
         """Say whether a recalled claim helped: its feedback utility moves up or down, and
