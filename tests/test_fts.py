@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +14,14 @@ from hlmem.fts import (
     FTS_INSERT,
     FtsHit,
     FtsItem,
+    TermCounts,
     fts_backfill,
     fts_key,
     fts_row,
     fts_search,
+    fts_search_sync,
 )
-from hlmem.segment import index_text, load_user_dictionary
+from hlmem.segment import index_text, load_user_dictionary, query_terms
 from hlmem.store import Store
 
 pytestmark = pytest.mark.anyio
@@ -308,6 +311,44 @@ async def test_common_terms_only_fill_after_the_rare_ones(store: Store) -> None:
     # every term common: the newest items only
     only = await fts_search(store, "default", "部署", limit=3, rank_rows=10)
     assert [h.item_id for h in only] == ["e29", "e28", "e27"]
+
+
+async def test_term_counts_follow_every_change_of_the_index(store: Store) -> None:
+    """TermCounts remembers the counts while FTS5's structure record stays the same. An
+    insert, a new body, a namespace move and a delete each change it, and a search that
+    remembers gives what a search that counts afresh gives, before and after each change,
+    also when a term turns common (more rows than ``rank_rows``) or rare again (zh and en)."""
+    counts = TermCounts()
+    versions: list[bytes] = []
+
+    async def same_hits() -> None:
+        versions.append((await store.fetchall("fts_version"))[0][0])
+        for query in ("部署 账单服务", "deploy billing", "部署", "deploy"):
+            search = partial(
+                fts_search_sync, namespace="default", terms=query_terms(query), rank_rows=10
+            )
+            fresh = await store.read(search)
+            kept = await store.read(partial(search, term_counts=counts))
+            assert kept == fresh and fresh, query
+
+    await index(store, [("event", f"e{i}", "default", f"部署 deploy 第{i}条") for i in range(6)])
+    await index(store, [("claim", "c-bill", "default", "部署 账单服务 deploy billing")])
+    await same_hits()
+    ranked = await store.read(partial(fts_search_sync, namespace="default", terms=["deploy"]))
+    assert all(h.score > 0 for h in ranked)  # 7 rows: rare enough to rank
+    await same_hits()  # nothing changed: every count remembered
+    assert counts.hits >= counts.misses > 0
+    await index(store, [("event", f"f{i}", "default", f"部署 deploy 又{i}次") for i in range(8)])
+    await same_hits()  # 15 rows: now common, only the newest (score 0) after the rare terms
+    await index(store, [("claim", "c-bill", "default", "账单服务 billing 下线")])  # a new body
+    await same_hits()
+    await index(store, [("event", "f0", "other", "部署 deploy 又0次")])  # a namespace move
+    await same_hits()
+    for i in range(8):
+        async with store.transaction() as tx:
+            await tx.execute(FTS_DELETE, fts_key("event", f"f{i}"))
+    await same_hits()  # rare again
+    assert len(set(versions)) == len(versions) - 1  # the one search with no change between
 
 
 async def test_every_and_allow(store: Store) -> None:

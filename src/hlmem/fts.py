@@ -153,6 +153,53 @@ async def fts_search_terms(
     )
 
 
+class TermCounts:
+    """Each search term's rows, counted up to the cap (``fts_count_terms``), remembered while
+    the full-text index stays as it was: common terms ("我", "deploy") come back in query
+    after query, and counting one walks up to ``rank_rows`` of its rows each time.
+
+    The index's version is FTS5's structure record (``recall_fts_data`` row 10), which every
+    committed change to the index rewrites (each flush adds a segment and counts a write);
+    ``tests/test_fts.py`` checks that an insert, a new body, a namespace move and a delete each
+    change it. Reading it costs one row. A different version empties the memory. Used on the
+    reader thread only (one search at a time).
+    """
+
+    def __init__(self, max_entries: int = 8192) -> None:
+        self.max_entries = max_entries
+        self._version: bytes | None = None
+        self._counts: dict[tuple[str, str, int], tuple[int, int]] = {}
+        self.hits = self.misses = 0
+
+    def counts(
+        self, reader: SyncReader, params: dict[str, Any], phrases: Sequence[str]
+    ) -> list[tuple[int, int, int]]:
+        """``fts_count_terms``' rows (position, count, scoped) for ``phrases``, counting only
+        the phrases not remembered for this version of the index."""
+        (version,) = reader.fetchall("fts_version")[0]
+        if version != self._version or len(self._counts) >= self.max_entries:
+            self._counts.clear()
+            self._version = version
+        namespace, cap = str(params["namespace"]), int(params["cap"])
+        missing = [p for p in dict.fromkeys(phrases) if (namespace, p, cap) not in self._counts]
+        self.misses += len(missing)
+        self.hits += len(phrases) - len(missing)
+        if missing:
+            rows = _count_terms(reader, params, missing)
+            for pos, n, scoped in rows:
+                self._counts[(namespace, missing[pos], cap)] = (n, scoped)
+        return [(i, *self._counts[(namespace, p, cap)]) for i, p in enumerate(phrases)]
+
+
+def _count_terms(
+    reader: SyncReader, params: dict[str, Any], phrases: Sequence[str]
+) -> list[tuple[int, int, int]]:
+    rows = reader.fetchall(
+        "fts_count_terms", {**params, "terms": json.dumps(phrases, ensure_ascii=False)}
+    )
+    return [(int(r[0]), int(r[1]), int(r[2])) for r in rows]
+
+
 def fts_search_sync(
     reader: SyncReader,
     *,
@@ -163,6 +210,7 @@ def fts_search_sync(
     rank_rows: int = RANK_ROWS,
     allow: Collection[str] | None = None,
     every: bool = False,
+    term_counts: TermCounts | None = None,
 ) -> list[FtsHit]:
     """:func:`fts_search_terms` on the reader thread (inside :meth:`Store.read`, so that a
     caller can read more in the same trip); ``allow`` keeps only those item ids; ``every``
@@ -185,7 +233,8 @@ def fts_search_sync(
 
     The plan is made here, between statements on the same thread, rather than in one
     statement's CTEs: it costs less than their materialisation (about a third of a search of
-    rare terms), and a tier that is not needed is not prepared at all.
+    rare terms), and a tier that is not needed is not prepared at all. ``term_counts``
+    remembers the counts while the index is unchanged (:class:`TermCounts`).
 
     :raises InputError: ``kinds`` names something other than ``claim`` and ``event``.
     :raises StoreError: a read failed (as the module's error: :meth:`Store.read` maps it).
@@ -196,15 +245,11 @@ def fts_search_sync(
     quoted = [quote(term) for term in terms]
     phrases = [" AND ".join(quoted)] if every else quoted
     token = _namespace_match(namespace)
-    counts = reader.fetchall(
-        "fts_count_terms",
-        {
-            "terms": json.dumps(phrases, ensure_ascii=False),
-            "token": token,
-            "namespace": namespace,
-            "cap": rank_rows + 1,
-        },
-    )
+    params = {"token": token, "namespace": namespace, "cap": rank_rows + 1}
+    if term_counts is None:
+        counts = _count_terms(reader, params, phrases)
+    else:
+        counts = term_counts.counts(reader, params, phrases)
     head = f"{token} AND body : (" if counts[0][2] else "body : ("
     # Rarest first (ties in query order), while the running total stays under the cap.
     ranked, total = [], 0

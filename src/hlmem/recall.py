@@ -38,7 +38,7 @@ from hlmem.admission import SourcePolicy, redact, untrusted_rule
 from hlmem.clock import iso, parse_iso, parse_iso_opt
 from hlmem.config import Config
 from hlmem.embedding import LocalEmbedder
-from hlmem.fts import FtsHit, fts_search_sync, match_ids_read
+from hlmem.fts import FtsHit, TermCounts, fts_search_sync, match_ids_read
 from hlmem.gateway import Gateway
 from hlmem.messages import (
     QueryParse,
@@ -140,6 +140,7 @@ class Recaller:
         self.gateway = gateway if self.rc.rerank_provider else None
         self.policy = SourcePolicy.from_config(cfg.admission)
         self._segmenter_ready = False  # jieba's dictionary is loaded (by a first query)
+        self.term_counts = TermCounts()  # used on the reader thread only
         emb = cfg.embedder
         # The query is embedded by the same model as the stored vectors; with a remote
         # embedder the vector channel needs the gateway, which a reader may not have: then
@@ -300,6 +301,7 @@ class Recaller:
                 limit=rc.fts_candidates,
                 rank_rows=rc.fts_rank_rows,
                 allow=plan[0].allow if plan[0].strict else None,
+                term_counts=self.term_counts,
             )
             return hits, _read_rows(reader, [(h.kind, h.item_id) for h in hits], namespace)
 

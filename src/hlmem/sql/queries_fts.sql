@@ -33,6 +33,11 @@ SELECT j.key,
        scope.scoped
 FROM json_each(:terms) AS j, scope;
 
+-- name: fts_version
+-- The version of the full-text index: FTS5's structure record, rewritten by every committed
+-- change to the index (hlmem.fts.TermCounts remembers term counts while it stays the same).
+SELECT block FROM recall_fts_data WHERE id = 10;
+
 -- name: fts_ranked
 -- Tier 1 of a full-text search: the namespace's items matching :match (the terms rare enough
 -- to rank), ranked with bm25 (equal scores in rowid order, as FTS5 itself sorts them; the
