@@ -205,7 +205,9 @@ def test_ingest_drain_extracts_claims_and_recall_finds_them(tmp_path: Path) -> N
     assert stats["claims"] == {"active": 2}
     assert stats["windows"] == {"closed": 2}
     assert stats["jobs"]["windower"] == {"done": stats["jobs"]["windower"]["done"]}
-    assert stats["jobs"]["extractor"] == {"done": 2}
+    # the two windows in one extractor job or two (windower.windows_per_job), all done
+    assert list(stats["jobs"]["extractor"]) == ["done"]
+    assert stats["jobs"]["extractor"]["done"] in (1, 2)
 
     zh = ok_json(hlmem("--db", db, "recall", "我的猫叫什么名字？", "--json", cwd=tmp_path))
     first = zh["items"][0]
@@ -408,7 +410,8 @@ def test_jobs_list_retry_purge(tmp_path: Path) -> None:
         "--db", db, "worker", "--drain", "--flush", "--settle-s", "0.2", "--json", cwd=tmp_path
     )
     stats = ok_json(worker)
-    assert stats["jobs"]["extractor"] == {"done": 2, "failed": 1}
+    # the two windows in one extractor job or two (windower.windows_per_job)
+    assert stats["jobs"]["extractor"] in ({"done": 1, "failed": 1}, {"done": 2, "failed": 1})
     assert stats["claims"] == {"active": 2}
 
     failed = ok_json(

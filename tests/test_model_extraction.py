@@ -18,7 +18,7 @@ import hlmem
 from hlmem.clock import ManualClock
 from hlmem.config import Config
 from hlmem.memory import Memory
-from hlmem.messages import OriginClass, SessionKind
+from hlmem.messages import OriginClass, SessionKind, WindowClosed
 from hlmem.sim_provider import SimProvider, SimSettings
 
 pytestmark = pytest.mark.anyio
@@ -195,6 +195,11 @@ async def test_malformed_json_and_429s_lose_no_window(tmp_path: Path) -> None:
     assert scalar(db, "SELECT count(*) FROM extractions") == sessions
     assert scalar(db, "SELECT count(*) FROM claims WHERE status = 'active'") == 2 * sessions
     assert scalar(db, "SELECT count(*) FROM jobs WHERE status != 'done'") == 0
+    # with a model, each window is a job of its own (windower.windows_per_job does not apply):
+    # a failed call is retried alone, not with the windows closed beside it
+    payloads = rows(db, "SELECT payload FROM jobs WHERE kind = 'extractor'")
+    assert len(payloads) == sessions
+    assert all(len(WindowClosed.model_validate_json(p).window_ids) == 1 for (p,) in payloads)
 
 
 async def test_remote_embedder_through_the_gateway(tmp_path: Path) -> None:

@@ -33,6 +33,8 @@ from typing import Any
 import pytest
 from ingest_driver import Child, child_env, corpus
 
+from hlmem.messages import WindowClosed
+
 N_SESSIONS = 100
 N_EVENTS = 5000
 #: acknowledgements seen in a run before it is killed (each run re-sends from the start)
@@ -128,7 +130,7 @@ class Snapshot:
     claims: dict[str, tuple[Any, ...]]
     evidence: list[tuple[Any, ...]]
     jobs: Counter[tuple[str, str]]
-    extractor_jobs: Counter[str]
+    extracted_by_jobs: Counter[str]  # window id -> extractor jobs naming it
     extraction_count: int
     event_count: int
 
@@ -164,8 +166,11 @@ def snapshot(db: Path) -> Snapshot:
                 )
             }
         )
-        extractor_jobs = Counter(
-            r[0] for r in c.execute("SELECT dedup_key FROM jobs WHERE kind = 'extractor'")
+        # a job names its first window and the windows closed with it (windows_per_job)
+        extracted_by_jobs = Counter(
+            window_id
+            for (payload,) in c.execute("SELECT payload FROM jobs WHERE kind = 'extractor'")
+            for window_id in WindowClosed.model_validate_json(payload).window_ids
         )
     return Snapshot(
         events={r[0]: tuple(r[1:]) for r in events},
@@ -175,7 +180,7 @@ def snapshot(db: Path) -> Snapshot:
         claims={r[0]: tuple(r[1:]) for r in claims},
         evidence=evidence,
         jobs=jobs,
-        extractor_jobs=extractor_jobs,
+        extracted_by_jobs=extracted_by_jobs,
         extraction_count=len(extractions),
         event_count=len(events),
     )
@@ -225,8 +230,7 @@ def check_complete(snap: Snapshot, expected: dict[str, tuple[str, str, str, str]
     # extraction: every closed window exactly once, by exactly one extractor job
     assert snap.extraction_count == len(snap.extractions) == len(snap.windows)
     assert set(snap.extractions) == set(snap.windows)
-    extra_jobs = snap.extractor_jobs - Counter({f"extract:{w}": 1 for w in snap.windows})
-    assert snap.extractor_jobs.total() == len(snap.windows) and not extra_jobs, extra_jobs
+    assert snap.extracted_by_jobs == Counter(list(snap.windows)), "a window in no job or in two"
     # claims and evidence: no duplicates, every claim backed by an event of its window
     assert len(snap.evidence) == len({(e[0], e[1]) for e in snap.evidence})
     assert sum(x[1] for x in snap.extractions.values()) == len(snap.claims)
@@ -260,7 +264,7 @@ def assert_same_result(got: Snapshot, want: Snapshot) -> None:
     _same("window items", got.items, want.items)
     _same("extractions", got.extractions, want.extractions)
     _same("claims", got.claims, want.claims)
-    _same("extractor jobs", dict(got.extractor_jobs), dict(want.extractor_jobs))
+    _same("extractor jobs", dict(got.extracted_by_jobs), dict(want.extracted_by_jobs))
     assert got.evidence == want.evidence
 
 

@@ -58,6 +58,10 @@ async def fill(db: Path, lang: str) -> None:
 
 
 async def recall_with(db: Path, cfg: Config, query: str) -> RecallResult:
+    """One recall that leaves activation as it was (no access boost), so that two recalls of
+    the same store, each in its own open, compare."""
+    still = cfg.maintenance.model_copy(update={"access_boost": 0.0})
+    cfg = cfg.model_copy(update={"maintenance": still})
     async with hlmem.open(db, config=cfg, pipeline="external") as mem:
         return await mem.recall(query, k=10)
 

@@ -67,6 +67,9 @@ class WindowerConfig(_Section):
     max_age_s: float = Field(120.0, gt=0)
     chunk_chars: int = Field(2_000, ge=50)
     sweep_interval_s: float = Field(1.0, gt=0)
+    # Windows of one namespace closed in one batch share an extractor job, up to this many
+    # (the rules extractor); with a model extractor each window is a job of its own.
+    windows_per_job: int = Field(16, ge=1)
 
 
 class StageConfig(_Section):

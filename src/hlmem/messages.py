@@ -248,12 +248,22 @@ class FlushRequested(_Frozen):
 
 
 class WindowClosed(_Frozen):
-    """Extractor input: a closed window, ready for one extraction."""
+    """Extractor input: closed windows of one namespace, each ready for one extraction.
+
+    ``window_id`` (of session ``session_id``) and the ``more`` windows closed in the same
+    windower batch (``windower.windows_per_job``): one job for several windows, since the job
+    table's cost is per job. With a model extractor each window is a job of its own, so that a
+    failed call is retried alone."""
 
     kind: Literal["window_closed"] = "window_closed"
     window_id: str
     namespace: str
     session_id: str
+    more: tuple[str, ...] = ()
+
+    @property
+    def window_ids(self) -> tuple[str, ...]:
+        return (self.window_id, *self.more)
 
 
 class Candidate(_Frozen):

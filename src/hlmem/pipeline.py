@@ -62,8 +62,14 @@ def build_stages(
     # child that the extractor or the embedder uses.
     uses_child = extractor.offloader is not None or embedder.offloader is not None
     helper = offloader if uses_child else None
+    # A model's calls are one per window: a window of its own job is retried alone.
+    windower_cfg = (
+        cfg.windower.model_copy(update={"windows_per_job": 1})
+        if cfg.extractor.kind == "model"
+        else cfg.windower
+    )
     stages: list[tuple[Stage[Any], StageConfig]] = [
-        (Windower(cfg.windower, clock, offloader=helper), p.windower),
+        (Windower(windower_cfg, clock, offloader=helper), p.windower),
         (extractor, p.extractor),
         (Admission(store, clock, cfg.admission.mode, offloader=helper), p.admission),
         (Dedup(store, clock, cfg.dedup, gateway, lexicon=lexicon), p.dedup),

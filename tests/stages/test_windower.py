@@ -27,6 +27,7 @@ import hlmem
 from hlmem.clock import iso, parse_iso
 from hlmem.config import Config
 from hlmem.memory import Memory
+from hlmem.messages import WindowClosed
 from hlmem.stages.base import Stage
 from hlmem.stages.extractor import Extractor
 from hlmem.stages.windower import Windower
@@ -459,6 +460,44 @@ async def test_windows_never_mix_sessions_or_namespaces(db_path: Path) -> None:
             ("closed", [f"{prefix}{i}" for i in range(5)]),
             ("open", [f"{prefix}5", f"{prefix}6"]),
         ]
+
+
+@pytest.mark.anyio
+async def test_windows_closed_together_share_extractor_jobs(db_path: Path) -> None:
+    """windower.windows_per_job: the windows one batch closes go to the extractor in jobs of
+    up to that many, per namespace, each window in exactly one job, and each is extracted once
+    (zh and en sessions)."""
+    cfg = fast_config(windower={"windows_per_job": 3})
+    clock = hlmem.ManualClock()
+    async with hlmem.open(db_path, config=cfg, clock=clock, pipeline="external") as mem:
+        sessions = [("a", f"zh-{i}", ZH) for i in range(7)] + [("b", f"en-{i}", EN) for i in (0, 1)]
+        await mem.add_events(
+            [
+                {"namespace": ns, "session_id": sid, "content": texts[k]}
+                for ns, sid, texts in sessions
+                for k in range(5)
+            ]
+        )
+        assert await step(mem, Windower(cfg.windower, clock)) >= 1
+        jobs = await mem.queue.claim("extractor", 100)
+        payloads = [j.payload for j in jobs]
+        assert all(isinstance(p, WindowClosed) for p in payloads)
+        by_ns: dict[str, list[int]] = defaultdict(list)
+        for p in payloads:
+            by_ns[p.namespace].append(len(p.window_ids))
+        assert sorted(by_ns["a"]) == [1, 3, 3] and by_ns["b"] == [2]
+        in_jobs = [w for p in payloads for w in p.window_ids]
+        closed = {w.id for w in windows(db_path) if w.status == "closed"}
+        assert len(in_jobs) == len(set(in_jobs)) == len(closed) == 9
+        assert set(in_jobs) == closed
+        sizes = dict(rows(db_path, "SELECT id, size FROM jobs WHERE kind = 'extractor'"))
+        assert all(sizes[j.id] == len(j.payload.window_ids) for j in jobs)
+        await mem.queue.release(jobs)
+        assert await step(mem, Extractor(mem.store, clock, cfg)) == 4
+    extracted = rows(db_path, "SELECT window_id, job_id FROM extractions")
+    assert sorted(w for w, _ in extracted) == sorted(closed)
+    job_of = {w: j.id for j in jobs for w in j.payload.window_ids}
+    assert all(job_of[w] == job for w, job in extracted)
 
 
 @pytest.mark.anyio

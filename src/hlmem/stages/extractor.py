@@ -192,7 +192,12 @@ class Extractor(Stage[Extracted]):
     # --- prepare: outside the transaction ----------------------------------------------------
 
     async def prepare(self, jobs: list[Job]) -> Extracted:
-        by_window = {j.payload.window_id: j for j in jobs if isinstance(j.payload, WindowClosed)}
+        by_window = {
+            window_id: j
+            for j in jobs
+            if isinstance(j.payload, WindowClosed)
+            for window_id in j.payload.window_ids
+        }
         rows = await self.store.fetchall("window_pieces", (json.dumps(list(by_window)),))
         out = [self._window(by_window[wid].id, list(g)) for wid, g in groupby(rows, lambda r: r[0])]
         # Every event of the window is indexed for full-text recall once, with its first piece

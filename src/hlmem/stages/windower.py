@@ -138,18 +138,36 @@ class _Batch:
             ],
         )
         tx.executemany("insert_window_item", self.items)
-        return [
-            JobSpec(
-                kind="extractor",
-                payload=WindowClosed(
-                    window_id=w.id, namespace=w.namespace, session_id=w.session_id
-                ),
-                dedup_key=f"extract:{w.id}",
-                namespace=w.namespace,
-            )
-            for w in self.touched
-            if w.closed_at and w.item_count
-        ]
+        return self._extraction_jobs()
+
+    def _extraction_jobs(self) -> list[JobSpec]:
+        """One extractor job per ``windows_per_job`` closed windows of a namespace, in the
+        order they closed. A window closes once, in the transaction that writes its job, so
+        its first window's id keys the job (a replayed batch enqueues nothing twice)."""
+        closed: dict[str, list[_Window]] = {}
+        for w in self.touched:
+            if w.closed_at and w.item_count:
+                closed.setdefault(w.namespace, []).append(w)
+        per = self.cfg.windows_per_job
+        jobs = []
+        for namespace, windows in closed.items():
+            for start in range(0, len(windows), per):
+                first, *more = windows[start : start + per]
+                jobs.append(
+                    JobSpec(
+                        kind="extractor",
+                        payload=WindowClosed(
+                            window_id=first.id,
+                            namespace=namespace,
+                            session_id=first.session_id,
+                            more=tuple(w.id for w in more),
+                        ),
+                        dedup_key=f"extract:{first.id}",
+                        namespace=namespace,
+                        size=1 + len(more),
+                    )
+                )
+        return jobs
 
 
 class Windower(Stage[None]):
