@@ -381,7 +381,7 @@ async def test_match_ids_finds_what_mentions_every_term_newest_first(
 ) -> None:
     """Recall's entity scan: unranked, newest first, every term, one namespace (both the wide
     and the namespace-token path), and the same items as the ranked search asked for all."""
-    from hlmem.fts import fts_search_terms, match_ids_read
+    from hlmem.fts import fts_search_terms, match_ids
     from hlmem.segment import query_terms
 
     items: list[FtsItem] = [
@@ -397,12 +397,10 @@ async def test_match_ids_finds_what_mentions_every_term_newest_first(
     await index(store, items)
     for name, want in [("长城", ["zh-2", "zh-1"]), ("Grace Nelson", ["en-2", "en-1"])]:
         terms = query_terms(name)
-        read = match_ids_read("team", terms, limit=10)
-        assert read is not None
-        rows = await store.fetchall(*read)
-        assert [r[1] for r in rows] == want  # newest first
+        found = await match_ids(store, "team", terms, limit=10)
+        assert [item_id for _, item_id in found] == want  # newest first
         ranked = await fts_search_terms(store, "team", terms, limit=10, every=True)
         assert {h.item_id for h in ranked} == set(want)
-        one = await store.fetchall(*(match_ids_read("team", terms, limit=1) or read))
-        assert [r[1] for r in one] == want[:1]
-    assert match_ids_read("team", [], limit=10) is None
+        one = await match_ids(store, "team", terms, limit=1)
+        assert [item_id for _, item_id in one] == want[:1]
+    assert await match_ids(store, "team", [], limit=10) == []

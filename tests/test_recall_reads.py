@@ -8,6 +8,7 @@ Chinese and English inputs.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -17,7 +18,15 @@ from helpers import fast_config
 import hlmem
 from hlmem.config import StoreConfig
 from hlmem.errors import ClosedError, StoreError
-from hlmem.fts import FTS_INSERT, FtsItem, fts_row, fts_search, fts_search_sync, match_ids_read
+from hlmem.fts import (
+    FTS_INSERT,
+    FtsItem,
+    fts_row,
+    fts_search,
+    fts_search_sync,
+    match_ids,
+    match_ids_sync,
+)
 from hlmem.segment import query_terms
 from hlmem.store import Store, SyncReader
 
@@ -52,25 +61,49 @@ async def test_read_runs_reads_that_depend_on_each_other_in_one_call(store: Stor
     """The second read is chosen from the first one's rows, on the reader thread."""
 
     def mentions_then_rows(reader: SyncReader) -> list[tuple[str, str]]:
-        read = match_ids_read("default", query_terms("张三"), limit=10)
-        assert read is not None
-        found = sorted((r[0], r[1]) for r in reader.fetchall(*read))
+        found = sorted(match_ids_sync(reader, "default", query_terms("张三"), limit=10))
         # the next read depends on the rows of the first: only when there were some
         if not found:
             return []
-        both = match_ids_read("default", query_terms("张三 绿茶"), limit=10)
-        assert both is not None
-        assert [r[1] for r in reader.fetchall(*both)] == ["e-coffee"]
+        both = match_ids_sync(reader, "default", query_terms("张三 绿茶"), limit=10)
+        assert [item_id for _, item_id in both] == ["e-coffee"]
         return found
 
     assert await store.read(mentions_then_rows) == [("claim", "c-coffee"), ("event", "e-coffee")]
     # each namespace's own mentions
-    deploy = match_ids_read("default", query_terms("db-prod-26"), limit=10)
-    coffee = match_ids_read("team", query_terms("coffee"), limit=10)
-    assert deploy is not None and coffee is not None
-    first, second = await store.fetchall(*deploy), await store.fetchall(*coffee)
-    assert sorted(r[1] for r in first) == ["c-deploy", "e-deploy", "e-disk"]
-    assert [r[1] for r in second] == ["c-team"]
+    first = await match_ids(store, "default", query_terms("db-prod-26"), limit=10)
+    second = await match_ids(store, "team", query_terms("coffee"), limit=10)
+    assert sorted(item_id for _, item_id in first) == ["c-deploy", "e-deploy", "e-disk"]
+    assert second == [("claim", "c-team")]
+
+
+@pytest.mark.parametrize("module", ["sqlean", "stdlib"])
+async def test_packed_rows_are_the_rows(tmp_path: Path, module: str) -> None:
+    """``SyncReader.fetch_packed``: the event rows recall reads packed in one JSON value are
+    the rows a plain SELECT returns, value for value (Chinese, quotes, backslashes, newlines,
+    emoji, nulls), and an empty read is no rows."""
+    contents = [
+        '我说："记住"这个\\路径 C:\\tmp\n第二行\t制表',
+        'he said "remember" \\ and left 🙂',
+        "普通的一句话",
+    ]
+    cfg = fast_config(store={"sqlite_module": module})
+    async with hlmem.open(tmp_path / "m.db", config=cfg, pipeline="external") as mem:
+        ids = [await mem.add_event("s1", text) for text in contents]
+        columns = (
+            "id, session_id, role, content, occurred_at, recorded_at, origin_class, session_kind"
+        )
+        plain = await mem.store.read(
+            lambda r: r._conn.execute(f"SELECT {columns} FROM events ORDER BY seq").fetchall()
+        )
+        packed = await mem.store.read(
+            lambda r: r.fetch_packed("recall_events", (json.dumps(ids), "default"))
+        )
+        nothing = await mem.store.read(
+            lambda r: r.fetch_packed("recall_events", (json.dumps(["nope"]), "default"))
+        )
+    assert sorted(tuple(row) for row in packed) == sorted(tuple(row) for row in plain)
+    assert [row[3] for row in plain] == contents and nothing == []
 
 
 async def test_read_maps_sqlite_errors_and_refuses_a_closed_store(store: Store) -> None:

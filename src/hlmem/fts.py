@@ -265,7 +265,9 @@ def fts_search_sync(
         rows = reader.fetchall("fts_ranked", {**scope, "match": match, "allow": allowed})
     if len(ranked) < len(phrases) and allow is None and len(rows) < limit:
         match = head + " OR ".join(phrases) + ")"
-        rows += reader.fetchall("fts_newest", {**scope, "match": match})
+        newest = reader.fetch_packed("fts_newest", {**scope, "match": match})
+        newest.sort(key=lambda r: -r[2])
+        rows += [(r[0], r[1], 0.0) for r in newest]
     return fts_hits(rows, limit=limit)
 
 
@@ -281,16 +283,16 @@ def fts_hits(rows: Sequence[Any], *, limit: int) -> list[FtsHit]:
     return hits
 
 
-def match_ids_read(
-    namespace: str, terms: Sequence[str], *, limit: int
-) -> tuple[str, dict[str, object]] | None:
-    """The named read (for :meth:`Store.fetchall` or a :class:`SyncReader`) of the newest
-    ``limit`` items of ``namespace`` matching every one of ``terms``, unranked, as ``(kind,
-    item_id)`` rows; ``None`` without terms. For "what mentions this name": a fraction of a
-    ranked search's cost, and the same items whenever ``limit`` covers every match."""
+def match_ids_sync(
+    reader: SyncReader, namespace: str, terms: Sequence[str], *, limit: int
+) -> list[tuple[FtsKind, str]]:
+    """The newest ``limit`` items of ``namespace`` matching every one of ``terms``, unranked,
+    newest first, as ``(kind, item_id)``; none without terms. For "what mentions this name":
+    a fraction of a ranked search's cost, and the same items whenever ``limit`` covers every
+    match. On the reader thread (:meth:`Store.read`); :func:`match_ids` from the event loop."""
     if not terms or limit < 1:
-        return None
-    return (
+        return []
+    rows = reader.fetch_packed(
         "fts_match_ids",
         {
             "match": " AND ".join(quote(term) for term in terms),
@@ -299,6 +301,15 @@ def match_ids_read(
             "limit": limit,
         },
     )
+    rows.sort(key=lambda r: -r[2])
+    return [(r[0], r[1]) for r in rows]
+
+
+async def match_ids(
+    store: Store, namespace: str, terms: Sequence[str], *, limit: int
+) -> list[tuple[FtsKind, str]]:
+    """:func:`match_ids_sync` in one trip to the store's reader thread."""
+    return await store.read(partial(match_ids_sync, namespace=namespace, terms=terms, limit=limit))
 
 
 async def fts_backfill(

@@ -38,7 +38,7 @@ from hlmem.admission import SourcePolicy, redact, untrusted_rule
 from hlmem.clock import iso, parse_iso, parse_iso_opt
 from hlmem.config import Config
 from hlmem.embedding import LocalEmbedder
-from hlmem.fts import FtsHit, TermCounts, fts_search_sync, match_ids_read
+from hlmem.fts import FtsHit, TermCounts, fts_search_sync, match_ids_sync
 from hlmem.gateway import Gateway
 from hlmem.messages import (
     QueryParse,
@@ -278,9 +278,8 @@ class Recaller:
             )
         }
         for entity in parsed.entities:
-            read = match_ids_read(namespace, query_terms(entity), limit=ENTITY_SCAN)
-            if read is not None:
-                allow.update(r[1] for r in reader.fetchall(*read))
+            found = match_ids_sync(reader, namespace, query_terms(entity), limit=ENTITY_SCAN)
+            allow.update(item_id for _, item_id in found)
         return allow
 
     async def _full_text(
@@ -418,7 +417,8 @@ class Recaller:
         shown = _first_claims(scored, keys, k)  # every claim item is one of these
         evidence: dict[str, list[Any]] = {}
         if shown:
-            for r in reader.fetchall("recall_claim_evidence", (json.dumps(shown),)):
+            found = reader.fetch_packed("recall_claim_evidence", (json.dumps(shown),))
+            for r in sorted(found, key=lambda r: (r[0], r[5])):  # by claim, oldest first
                 evidence.setdefault(r[0], []).append(r)
         if _claims_speak(parsed):
             scored = _without_history_events(reader, scored, keys, evidence, k)
@@ -539,11 +539,14 @@ def _read_rows(
     """The rows of the candidates ``keys`` ((kind, id): claims and events) that are in
     ``namespace``, by key; a statement per kind that has some."""
     out: dict[tuple[str, str], Any] = {}
-    for kind, query in (("claim", "recall_claims"), ("event", "recall_events")):
-        ids = [item_id for k, item_id in keys if k == kind]
-        if ids:
-            for r in reader.fetchall(query, (json.dumps(ids), namespace)):
-                out[(kind, r[0])] = r
+    claims = [item_id for kind, item_id in keys if kind == "claim"]
+    if claims:
+        for r in reader.fetchall("recall_claims", (json.dumps(claims), namespace)):
+            out[("claim", r[0])] = r
+    events = [item_id for kind, item_id in keys if kind == "event"]
+    if events:  # text only: packed (SyncReader.fetch_packed)
+        for r in reader.fetch_packed("recall_events", (json.dumps(events), namespace)):
+            out[("event", r[0])] = r
     return out
 
 
@@ -641,7 +644,7 @@ def _without_history_events(
         if all(e[2] in read for e in ahead[:k] if e[1]):
             return kept
         todo = [e[2] for e in ahead if e[1] and e[2] not in read]
-        counts = {r[0]: r for r in reader.fetchall("recall_event_claims", (json.dumps(todo),))}
+        counts = {r[0]: r for r in reader.fetch_packed("recall_event_claims", (json.dumps(todo),))}
         read.update(todo)
         hidden.update(e for e in todo if _claims_say_history(counts.get(e)))
 

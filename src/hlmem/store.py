@@ -351,6 +351,20 @@ class SyncReader:
     def fetchall(self, name: str, params: Params = ()) -> list[Any]:
         return list(self._conn.execute(QUERIES[name], params).fetchall())
 
+    def fetch_packed(self, name: str, params: Params = ()) -> list[Any]:
+        """The rows of a named read that returns them packed in one value: a JSON array of
+        arrays (``json_group_array(json_array(...))``), its values text, integers or null.
+
+        The module takes each row of a statement back under the GIL, one hand-off per row, and
+        on a busy machine each one waits for the threads that hold it (the event loop, a vector
+        scan): 50 event rows measured 2-8 ms of wall time for ~0.4 ms of CPU. Packed, SQLite
+        builds the whole answer without the GIL and Python takes it in one step. The array's
+        order is not guaranteed (SQLite orders an aggregate's input only on request): a read
+        that needs an order returns the column to sort by."""
+        (packed,) = self._conn.execute(QUERIES[name], params).fetchone()
+        rows: list[Any] = json.loads(packed)
+        return rows
+
 
 class _Errors:
     """Translate the active module's exceptions into hlmem errors."""

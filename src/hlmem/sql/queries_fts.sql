@@ -53,30 +53,36 @@ LIMIT :limit;
 
 -- name: fts_newest
 -- Tier 2: the newest items of the namespace matching :match (any term), unranked: FTS5 walks
--- its doclists backwards and stops at the limit.
-SELECT d.kind, d.item_id, 0.0
-FROM recall_fts(:match) AS f
-CROSS JOIN recall_docs AS d ON d.id = f.rowid
-WHERE d.namespace = :namespace AND (:kind IS NULL OR d.kind = :kind)
-ORDER BY f.rowid DESC
-LIMIT :limit;
+-- its doclists backwards and stops at the limit. Packed (SyncReader.fetch_packed): rows
+-- [kind, item_id, rowid], to be sorted by rowid, newest first.
+SELECT json_group_array(json_array(kind, item_id, rid)) FROM (
+    SELECT d.kind, d.item_id, f.rowid AS rid
+    FROM recall_fts(:match) AS f
+    CROSS JOIN recall_docs AS d ON d.id = f.rowid
+    WHERE d.namespace = :namespace AND (:kind IS NULL OR d.kind = :kind)
+    ORDER BY f.rowid DESC
+    LIMIT :limit
+);
 
 -- name: fts_match_ids
 -- The newest :limit items of the namespace whose body has every term (:match, quoted terms
 -- joined by AND), unranked: recall's entity constraint wants what mentions a name, not how
 -- well, and FTS5 walks the doclist backwards and stops at the limit (no bm25, no count).
--- :token and the scope as in fts_count_terms.
+-- :token and the scope as in fts_count_terms. Packed (SyncReader.fetch_packed): rows
+-- [kind, item_id, rowid], to be sorted by rowid, newest first.
 WITH scope AS MATERIALIZED (
     SELECT 8 * coalesce((SELECT docs FROM recall_namespaces WHERE namespace = :namespace), 0)
            <= (SELECT coalesce(sum(docs), 0) FROM recall_namespaces) AS scoped
 )
-SELECT d.kind, d.item_id
-FROM recall_fts((SELECT CASE WHEN scoped THEN :token || ' AND ' ELSE '' END
-                        || 'body : (' || :match || ')' FROM scope)) AS f
-CROSS JOIN recall_docs AS d ON d.id = f.rowid
-WHERE d.namespace = :namespace
-ORDER BY f.rowid DESC
-LIMIT :limit;
+SELECT json_group_array(json_array(kind, item_id, rid)) FROM (
+    SELECT d.kind, d.item_id, f.rowid AS rid
+    FROM recall_fts((SELECT CASE WHEN scoped THEN :token || ' AND ' ELSE '' END
+                            || 'body : (' || :match || ')' FROM scope)) AS f
+    CROSS JOIN recall_docs AS d ON d.id = f.rowid
+    WHERE d.namespace = :namespace
+    ORDER BY f.rowid DESC
+    LIMIT :limit
+);
 
 -- name: fts_unindexed_claims
 -- Claims after rowid :after without a full-text row (backfill), forgotten ones excepted, with

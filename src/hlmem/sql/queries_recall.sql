@@ -14,31 +14,36 @@ FROM claims
 WHERE id IN (SELECT value FROM json_each(?)) AND +namespace = ?;
 
 -- name: recall_claim_evidence
-SELECT ev.claim_id, ev.event_id, e.session_id, ev.quote, e.occurred_at
+-- The evidence of the claims shown, packed (SyncReader.fetch_packed): rows [claim_id,
+-- event_id, session_id, quote, occurred_at, seq], to be sorted by claim and seq.
+SELECT json_group_array(json_array(ev.claim_id, ev.event_id, e.session_id, ev.quote,
+                                   e.occurred_at, e.seq))
 FROM evidence ev JOIN events e ON e.id = ev.event_id
-WHERE ev.claim_id IN (SELECT value FROM json_each(?))
-ORDER BY ev.claim_id, e.seq;
+WHERE ev.claim_id IN (SELECT value FROM json_each(?));
 
 -- name: recall_events
 -- The candidate events' rows. Looked up by id, like recall_claims (hence `+namespace`). Whether
 -- an event's claims are still believed is asked apart (recall_event_claims), and only for the
 -- events that could be shown: it walks each event's evidence and claims, which cost as much as
--- the rows themselves.
-SELECT e.id, e.session_id, e.role, e.content, e.occurred_at, e.recorded_at, e.origin_class,
-       e.session_kind
+-- the rows themselves. Packed (SyncReader.fetch_packed; every column is text).
+SELECT json_group_array(json_array(e.id, e.session_id, e.role, e.content, e.occurred_at,
+                                   e.recorded_at, e.origin_class, e.session_kind))
 FROM events e
 WHERE e.id IN (SELECT value FROM json_each(?)) AND +e.namespace = ?;
 
 -- name: recall_event_claims
 -- Of the given events (JSON array of ids), how many of their claims are believed now (active)
 -- and how many rest on them at all (active, superseded or archived): an event whose claims
--- were all superseded or archived is history. Events no claim rests on have no row.
-SELECT ev.event_id,
-       count(CASE WHEN c.status = 'active' THEN 1 END) AS active_claims,
-       count(CASE WHEN c.status IN ('active', 'superseded', 'archived') THEN 1 END) AS claims
-FROM evidence ev JOIN claims c ON c.id = ev.claim_id
-WHERE ev.event_id IN (SELECT value FROM json_each(?))
-GROUP BY ev.event_id;
+-- were all superseded or archived is history. Events no claim rests on have no row. Packed
+-- (SyncReader.fetch_packed).
+SELECT json_group_array(json_array(event_id, active_claims, claims)) FROM (
+    SELECT ev.event_id,
+           count(CASE WHEN c.status = 'active' THEN 1 END) AS active_claims,
+           count(CASE WHEN c.status IN ('active', 'superseded', 'archived') THEN 1 END) AS claims
+    FROM evidence ev JOIN claims c ON c.id = ev.claim_id
+    WHERE ev.event_id IN (SELECT value FROM json_each(?))
+    GROUP BY ev.event_id
+);
 
 -- name: recall_known_entities
 -- The namespace's entities whose normalized name is in the JSON array of strings: the query's
