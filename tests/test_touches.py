@@ -3,6 +3,8 @@ nothing waiting is lost on drain or close; a claim returned n times gets n boost
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -35,6 +37,19 @@ def access(db: Path, claim_id: str) -> tuple[float, int]:
     return float(row[0]), int(row[1])
 
 
+@asynccontextmanager
+async def remembered(
+    db: Path, lang: str, **maintenance: float
+) -> AsyncIterator[tuple[hlmem.Memory, str, tuple[float, int], str]]:
+    """An open memory (these ``maintenance`` settings) that remembers one fact: the memory,
+    the claim's id, its (activation, accesses) before any recall, and the question for it."""
+    fact, question = FACTS[lang]
+    cfg = fast_config(maintenance=maintenance)
+    async with hlmem.open(db, config=cfg, clock=ManualClock(NOW)) as mem:
+        claim = await remember(mem, db, fact)
+        yield mem, claim, access(db, claim), question
+
+
 async def accesses_become(db: Path, claim_id: str, n: int) -> bool:
     """Whether the claim's access count reaches ``n`` within 10 s (written by the background
     task, with no drain)."""
@@ -47,11 +62,8 @@ async def accesses_become(db: Path, claim_id: str, n: int) -> bool:
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
 async def test_recalls_are_written_together_on_drain(db_path: Path, lang: str) -> None:
-    fact, question = FACTS[lang]
-    cfg = fast_config(maintenance={"access_flush_s": 600})
-    async with hlmem.open(db_path, config=cfg, clock=ManualClock(NOW)) as mem:
-        claim = await remember(mem, db_path, fact)
-        before = access(db_path, claim)
+    cfg = fast_config().maintenance
+    async with remembered(db_path, lang, access_flush_s=600) as (mem, claim, before, question):
         for _ in range(3):
             result = await mem.recall(question)
             assert result.items[0].id == claim
@@ -60,48 +72,37 @@ async def test_recalls_are_written_together_on_drain(db_path: Path, lang: str) -
         await mem.drain(timeout_s=30)
         assert mem._touches.pending == 0
         activation, accesses = access(db_path, claim)
-    boost = cfg.maintenance.access_boost
     assert accesses == before[1] + 3
-    assert activation == pytest.approx(min(before[0] + 3 * boost, cfg.maintenance.activation_cap))
+    assert activation == pytest.approx(min(before[0] + 3 * cfg.access_boost, cfg.activation_cap))
 
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
 async def test_closing_writes_what_waits(db_path: Path, lang: str) -> None:
-    fact, question = FACTS[lang]
-    cfg = fast_config(maintenance={"access_flush_s": 600})
-    async with hlmem.open(db_path, config=cfg, clock=ManualClock(NOW)) as mem:
-        claim = await remember(mem, db_path, fact)
-        before = access(db_path, claim)
+    async with remembered(db_path, lang, access_flush_s=600) as (mem, claim, before, question):
         await mem.recall(question)
         await mem.recall(question)
     assert access(db_path, claim)[1] == before[1] + 2
 
 
-async def test_written_after_the_delay_without_drain(db_path: Path) -> None:
-    cfg = fast_config(maintenance={"access_flush_s": 0.05})
-    async with hlmem.open(db_path, config=cfg, clock=ManualClock(NOW)) as mem:
-        claim = await remember(mem, db_path, FACTS["zh"][0])
-        before = access(db_path, claim)[1]
-        await mem.recall(FACTS["zh"][1])
-        assert await accesses_become(db_path, claim, before + 1)
-
-
-async def test_enough_waiting_claims_are_written_at_once(db_path: Path) -> None:
-    # access_flush_claims = 1: the first recall's claim is written without the 600 s delay
-    cfg = fast_config(maintenance={"access_flush_s": 600, "access_flush_claims": 1})
-    async with hlmem.open(db_path, config=cfg, clock=ManualClock(NOW)) as mem:
-        claim = await remember(mem, db_path, FACTS["en"][0])
-        before = access(db_path, claim)[1]
-        await mem.recall(FACTS["en"][1])
-        assert await accesses_become(db_path, claim, before + 1)
+@pytest.mark.parametrize(
+    ("lang", "settings"),
+    [
+        ("zh", {"access_flush_s": 0.05}),  # written after the delay
+        # access_flush_claims = 1: the first recall's claim is written without the 600 s delay
+        ("en", {"access_flush_s": 600, "access_flush_claims": 1}),
+    ],
+)
+async def test_written_without_drain(db_path: Path, lang: str, settings: dict[str, float]) -> None:
+    async with remembered(db_path, lang, **settings) as (mem, claim, before, question):
+        await mem.recall(question)
+        assert await accesses_become(db_path, claim, before[1] + 1)
 
 
 async def test_many_boosts_stop_at_the_cap(db_path: Path) -> None:
-    cfg = fast_config(maintenance={"access_flush_s": 600, "activation_cap": 1.5})
-    async with hlmem.open(db_path, config=cfg, clock=ManualClock(NOW)) as mem:
-        claim = await remember(mem, db_path, FACTS["zh"][0])
+    async with remembered(db_path, "zh", access_flush_s=600, activation_cap=1.5) as opened:
+        mem, claim, _, question = opened
         for _ in range(40):  # 40 boosts of 0.1 from about 1: far past the cap
-            await mem.recall(FACTS["zh"][1])
+            await mem.recall(question)
     activation, accesses = access(db_path, claim)
     assert activation == pytest.approx(1.5)
     assert accesses == 40
