@@ -181,9 +181,10 @@ class TermCounts:
             self._counts.clear()
             self._version = version
         namespace, cap = str(params["namespace"]), int(params["cap"])
-        missing = [p for p in dict.fromkeys(phrases) if (namespace, p, cap) not in self._counts]
+        distinct = list(dict.fromkeys(phrases))
+        missing = [p for p in distinct if (namespace, p, cap) not in self._counts]
         self.misses += len(missing)
-        self.hits += len(phrases) - len(missing)
+        self.hits += len(distinct) - len(missing)
         if missing:
             rows = _count_terms(reader, params, missing)
             for pos, n, scoped in rows:

@@ -142,8 +142,9 @@ class _Batch:
 
     def _extraction_jobs(self) -> list[JobSpec]:
         """One extractor job per ``windows_per_job`` closed windows of a namespace, in the
-        order they closed. A window closes once, in the transaction that writes its job, so
-        its first window's id keys the job (a replayed batch enqueues nothing twice)."""
+        order this batch touched them. A window closes once, in the transaction that writes
+        its job, so its first window's id keys the job (a replayed batch enqueues nothing
+        twice)."""
         closed: dict[str, list[_Window]] = {}
         for w in self.touched:
             if w.closed_at and w.item_count:
