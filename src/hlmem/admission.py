@@ -22,7 +22,6 @@ expression compiled at import, so results are reproducible and explainable: each
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -31,6 +30,7 @@ from hlmem.errors import ConfigError
 from hlmem.messages import ClaimDraft, OriginClass, Role, SessionKind
 from hlmem.redaction import find_secrets as find_secrets
 from hlmem.redaction import redact as redact
+from hlmem.text import nfkc
 
 if TYPE_CHECKING:
     from hlmem.config import AdmissionConfig
@@ -262,9 +262,7 @@ _APOSTROPHE = re.compile(r"['’`]")
 
 def _letters(text: str) -> str:
     """Casefolded words and digits, single-spaced: "好的！" -> "好的", "It's" -> "its"."""
-    if not text.isascii():
-        text = unicodedata.normalize("NFKC", text)
-    text = _APOSTROPHE.sub("", text.casefold())
+    text = _APOSTROPHE.sub("", nfkc(text).casefold())
     return " ".join(_NOT_WORD.sub(" ", text).split())
 
 

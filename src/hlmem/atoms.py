@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import re
 import threading
-import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -36,7 +35,7 @@ from types import ModuleType
 from typing import NamedTuple
 
 from hlmem import atom_rules, langdata
-from hlmem.text import normalize
+from hlmem.text import nfkc, normalize
 
 #: Default merge threshold for :func:`similarity`, calibrated on ``tests/atom_pairs.py``.
 SIMILARITY_THRESHOLD = 0.78
@@ -383,9 +382,7 @@ def _negations(masked: str) -> tuple[str, ...]:
 def _expand(text: str) -> str:
     """NFKC without case folding (capitals mark names), single spaces, contractions spelled
     out ("doesn't" -> "does not", "can't" -> "can not", "I'm" -> "I am")."""
-    if not text.isascii() and not unicodedata.is_normalized("NFKC", text):
-        text = unicodedata.normalize("NFKC", text)
-    text = " ".join(text.split())
+    text = " ".join(nfkc(text).split())
     if "'" not in text and "’" not in text and "cannot" not in text.lower():
         return text
     text = atom_rules.RE_NOT.sub(

@@ -35,12 +35,13 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property
 from typing import Any
 
 import numpy as np
+
+from hlmem.text import nfkc
 
 MODEL_ID = "hlmem-local-hash"
 DEFAULT_DIM = 384
@@ -65,8 +66,6 @@ _CJK_RUN = re.compile(f"[{_CJK}]+")
 _LATIN_WORD = re.compile(f"[^\\W_{_CJK}]+(?:[-_.'][^\\W_{_CJK}]+)*")
 _ASCII_WORD = re.compile(r"[a-z0-9]+(?:[-_.'][a-z0-9]+)*")  # _LATIN_WORD on casefolded ASCII
 _PART_SPLIT = re.compile(r"[-_.']")
-_FULLWIDTH = re.compile("[\uff01-\uff5e]+")
-_HALFWIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
 # Function words carry no topic: they only make unrelated sentences look alike.
 _STOP_EN = frozenset(
     """a an the is are was were be been being am i you he she it we they me him her us them my
@@ -123,21 +122,9 @@ _TF_WEIGHT = np.array(
 # --- per text: tokens -------------------------------------------------------------------------
 
 
-def _halfwidth(match: re.Match[str]) -> str:
-    return match.group().translate(_HALFWIDTH)
-
-
 def _fold(text: str) -> str:
-    """NFKC and casefold: :func:`hlmem.text.normalize` without its whitespace pass.
-
-    Fullwidth ASCII (NFKC maps U+FF01-FF5E to U+0021-007E) is mapped first: in most Chinese
-    text it is the only thing NFKC would change (，：！？), and the full pass costs far more.
-    """
-    if not text.isascii():
-        text = _FULLWIDTH.sub(_halfwidth, text)
-        if not unicodedata.is_normalized("NFKC", text):
-            text = unicodedata.normalize("NFKC", text)
-    return text.casefold()
+    """NFKC and casefold: :func:`hlmem.text.normalize` without its whitespace pass."""
+    return nfkc(text).casefold()
 
 
 def _stem(word: str) -> str:

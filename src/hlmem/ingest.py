@@ -30,7 +30,7 @@ from hlmem.errors import ClosedError, ContentTooLarge, InputError
 from hlmem.messages import DEFAULT_ORIGIN, EventIn, EventsAdded, dumps_metadata
 from hlmem.queue import JobQueue, JobSpec
 from hlmem.store import SyncTx
-from hlmem.text import content_hash, new_id
+from hlmem.text import content_hash, new_id, new_ids
 
 if TYPE_CHECKING:
     from hlmem.writer_process import WriterProcess
@@ -203,14 +203,24 @@ class EventWriter:
         self._closed = True
         await self._pending.put(None)
 
+    def _backlog_due(self, rows: int) -> bool:
+        """Whether this group commit must count the backlog: the count is older than
+        ``backlog_refresh_s``, producers are held, or ``rows`` more could reach the high-water
+        mark. Otherwise the group's new events are added to the last count instead, which can
+        only overstate the backlog (consumers only shrink it), never let it pass unseen."""
+        b = self._backlog
+        stale = wall() - b.checked >= self.cfg.backlog_refresh_s
+        return stale or b.blocked or b.count + rows >= b.high
+
     async def _commit_group(self, group: list[_Submission]) -> None:
         groups, now, recorded = [s.rows for s in group], wall(), iso(self.clock.now())
+        count = self._backlog_due(sum(len(rows) for rows in groups))
         try:
             if self.writer_process is not None:  # ingest.writer = "process"
-                results, backlog = await self.writer_process.commit(groups, now, recorded)
+                results, backlog = await self.writer_process.commit(groups, now, recorded, count)
             else:
                 results, backlog = await self.store.run_in_transaction(
-                    partial(self._write, groups, now, recorded)
+                    partial(self._write, groups, now, recorded, count)
                 )
         except Exception as exc:
             for sub in group:
@@ -219,7 +229,10 @@ class EventWriter:
             log.exception("group commit failed", extra={"action": "group_commit_failed"})
             return
         self.queue.ring({WINDOWER})
-        self._set_backlog(backlog)
+        if backlog is None:
+            self._backlog.count += sum(not dup for result in results for _, dup in result)
+        else:
+            self._set_backlog(backlog)
         for sub, result in zip(group, results, strict=True):
             if not sub.future.done():
                 sub.future.set_result(result)
@@ -227,26 +240,27 @@ class EventWriter:
 
     @staticmethod
     def _write(
-        groups: list[list[EventRow]], now: float, recorded: str, tx: SyncTx
-    ) -> tuple[list[list[tuple[str, bool]]], int]:
+        groups: list[list[EventRow]], now: float, recorded: str, count: bool, tx: SyncTx
+    ) -> tuple[list[list[tuple[str, bool]]], int | None]:
         """The group commit, on the writer thread (or in the writer child process): events,
-        sessions, one windower job, and the backlog count (read in the same hop, so the
-        committer never stalls on it). What ``prepare(stamp=False)`` left empty is filled in
-        here: a new event id, and ``recorded`` (the clock's time of this group, ISO) as the
-        recorded time and the default occurred time. ``tx.executemany`` puts the rows in as
-        one JSON array per statement on the writer thread (one GIL release per batch), row by
-        row in the child.
+        sessions, one windower job, and with ``count`` the backlog count (read in the same
+        hop, so the committer never stalls on it; else ``None``). What
+        ``prepare(stamp=False)`` left empty is filled in here: a new event id, and
+        ``recorded`` (the clock's time of this group, ISO) as the recorded time and the
+        default occurred time. ``tx.executemany`` puts the rows in as one JSON array per
+        statement on the writer thread (one GIL release per batch), row by row in the child.
         """
         ids = [row[0] for rows in groups for row in rows if row[0]]  # the clients' ids
         seen: set[str] = set()
         if ids:
             seen = {r[0] for r in tx.fetchall("existing_event_ids", (json.dumps(ids),))}
+        fresh = iter(new_ids("ev", sum(len(rows) for rows in groups) - len(ids)))
         new_rows: list[EventRow] = []
         results = []
         for rows in groups:
             out = []
             for row in rows:
-                event_id = row[0] or new_id("ev")
+                event_id = row[0] or next(fresh)
                 duplicate = event_id in seen
                 if not duplicate:
                     seen.add(event_id)
@@ -267,10 +281,11 @@ class EventWriter:
             tx.executemany("insert_event", new_rows)
             tx.executemany("insert_session", list(sessions.values()))
             # One windower job per group commit: one hop per batch, never per event.
-            payload = EventsAdded(event_ids=tuple(r[0] for r in new_rows))
+            # Event ids made above or checked by prepare: construct, not validate.
+            payload = EventsAdded.model_construct(event_ids=tuple(r[0] for r in new_rows))
             spec = JobSpec(kind=WINDOWER, payload=payload, size=len(new_rows))
             tx.execute("insert_job", spec.row(now))
-        return results, int(tx.fetchall("count_backlog")[0][0])
+        return results, int(tx.fetchall("count_backlog")[0][0]) if count else None
 
 
 def coerce_event(item: EventIn | dict[str, Any]) -> EventIn:

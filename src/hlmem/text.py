@@ -25,11 +25,34 @@ _BREAKS = (
 )
 
 
+# Full-width ASCII forms (U+FF01-FF5E) and the ideographic space: most often the only
+# characters that keep Chinese text from being NFKC-normal (，：！？（）). NFKC maps each to
+# one ASCII character.
+_FULLWIDTH = re.compile("[\uff01-\uff5e\u3000]+")
+_HALFWIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)} | {0x3000: 0x20}
+
+
+def _halfwidth(match: re.Match[str]) -> str:
+    return match.group().translate(_HALFWIDTH)
+
+
+def nfkc(text: str) -> str:
+    """``unicodedata.normalize("NFKC", text)``, ~5x faster on typical Chinese text.
+
+    Full-width ASCII forms are replaced by their compatibility mappings first; NFKC of the
+    result equals NFKC of the original (a character and its full decomposition normalise
+    alike, and the ASCII that replaces it is a starter), and is most often the result itself,
+    which ``is_normalized`` checks far faster than ``normalize`` recomputes it.
+    """
+    if text.isascii() or unicodedata.is_normalized("NFKC", text):
+        return text
+    text = _FULLWIDTH.sub(_halfwidth, text)
+    return text if unicodedata.is_normalized("NFKC", text) else unicodedata.normalize("NFKC", text)
+
+
 def normalize(text: str) -> str:
-    """NFKC, casefold and single spaces (the NFKC pass only when the text needs it)."""
-    if not text.isascii() and not unicodedata.is_normalized("NFKC", text):
-        text = unicodedata.normalize("NFKC", text)
-    return " ".join(text.casefold().split())
+    """NFKC, casefold and single spaces."""
+    return " ".join(nfkc(text).casefold().split())
 
 
 def content_hash(text: str) -> str:
@@ -64,6 +87,21 @@ def new_id(prefix: str) -> str:
             _last_ms, _counter = ms, 0
         counter = _counter
     return f"{prefix}_{ms:012x}{counter:04x}{_rand.getrandbits(48):012x}"
+
+
+def new_ids(prefix: str, n: int) -> list[str]:
+    """``n`` ids as ``n`` calls of :func:`new_id` would make them, with one clock read, one
+    lock and one random draw (the ingest writer names a whole group commit's events at once)."""
+    global _last_ms, _counter
+    if n <= 0:
+        return []
+    with _id_lock:
+        ms = time.time_ns() // 1_000_000
+        first = _counter + 1 if ms == _last_ms else 0
+        _last_ms, _counter = ms, (first + n - 1) & 0xFFFF
+    head = f"{prefix}_{ms:012x}"
+    bits = f"{_rand.getrandbits(48 * n):0{12 * n}x}"
+    return [f"{head}{(first + i) & 0xFFFF:04x}{bits[12 * i : 12 * i + 12]}" for i in range(n)]
 
 
 def chunk_spans(text: str, size: int) -> list[tuple[int, int]]:

@@ -25,11 +25,13 @@ pickle of plain tuples).
 
 - child -> parent, once: ``("ready", pid, driver, sqlite_version)``, or
   ``("error", class_name, message)`` when the database cannot be opened (then it exits 1).
-- parent -> child, per group commit: ``(groups, now, recorded)`` — the prepared ``EventRow``
-  tuples of each submission, the job timestamp, and the group's recorded time (ISO).
+- parent -> child, per group commit: ``(groups, now, recorded, count)`` — the prepared
+  ``EventRow`` tuples of each submission, the job timestamp, the group's recorded time (ISO),
+  and whether to count the backlog.
 - child -> parent, per group commit: ``("ok", (results, backlog))`` — ``(event id,
   was_duplicate)`` per row in submission order, and the backlog count read in the same
-  transaction — or ``("error", class_name, message)`` after a rollback.
+  transaction (``None`` when not asked) — or ``("error", class_name, message)`` after a
+  rollback.
 
 Lifecycle. The parent starts the child before the committer accepts work and closes its stdin
 on shutdown: the child exits on end of input, which is also what happens when the parent dies
@@ -165,15 +167,16 @@ class WriterProcess:
         )
 
     async def commit(
-        self, groups: list[list[Any]], now: float, recorded: str
-    ) -> tuple[Results, int]:
-        """Commit one group in the child: ``(results per submission, backlog)``.
+        self, groups: list[list[Any]], now: float, recorded: str, count: bool = True
+    ) -> tuple[Results, int | None]:
+        """Commit one group in the child: ``(results per submission, backlog)``; the backlog
+        is ``None`` unless ``count``.
 
         :raises StoreError: the child died before replying (the outcome is unknown), could not
             be restarted, or the transaction failed (``StoreBusy`` and ``ImmutableEvent`` as in
             thread mode).
         """
-        request = frame((groups, now, recorded))
+        request = frame((groups, now, recorded, count))
         if self._busy:
             raise RuntimeError("WriterProcess.commit is not reentrant: one committer at a time")
         self._busy = True
@@ -185,7 +188,7 @@ class WriterProcess:
         if reply[0] != "ok":
             raise _remote_error(reply)
         results, backlog = reply[1]
-        return results, int(backlog)
+        return results, None if backlog is None else int(backlog)
 
     async def _exchange(self, request: bytes) -> tuple[Any, ...]:
         for attempt in range(2):
@@ -278,11 +281,10 @@ def serve(path: Path, cfg: StoreConfig, inp: BinaryIO, out: BinaryIO) -> int:
     try:
         send(out, ("ready", os.getpid(), module.__name__, module.sqlite_version))
         while (request := read(inp)) is not None:
-            groups, now, recorded = request
             try:
                 with errors.mapped():
                     result = transact_sync(
-                        conn, partial(EventWriter._write, groups, now, recorded), json_rows=False
+                        conn, partial(EventWriter._write, *request), json_rows=False
                     )
                 reply: tuple[Any, ...] = ("ok", result)
             except Exception as exc:
