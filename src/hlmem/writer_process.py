@@ -272,7 +272,8 @@ def serve(path: Path, cfg: StoreConfig, inp: BinaryIO, out: BinaryIO) -> int:
             conn, _ = connect_sync(path, cfg, module)
             conn.execute("PRAGMA wal_autocheckpoint = 0")  # Checkpointer does it
             checkpointer = Checkpointer(
-                connect_sync(path, cfg.model_copy(update={"load_vec": False}), module)[0]
+                connect_sync(path, cfg.model_copy(update={"load_vec": False}), module)[0],
+                cfg.wal_restart_frames,
             )
     except Exception as exc:
         send(out, ("error", type(exc).__name__, f"cannot open {path}: {exc}"))
@@ -281,6 +282,7 @@ def serve(path: Path, cfg: StoreConfig, inp: BinaryIO, out: BinaryIO) -> int:
     try:
         send(out, ("ready", os.getpid(), module.__name__, module.sqlite_version))
         while (request := read(inp)) is not None:
+            checkpointer.catch_up(conn)
             try:
                 with errors.mapped():
                     result = transact_sync(
