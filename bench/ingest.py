@@ -135,18 +135,32 @@ def pid_cpu_s(pid: int | None) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
+def machine_ticks() -> list[int] | None:
+    """The machine's CPU time so far by state, from the first line of /proc/stat (user, nice,
+    system, idle, iowait, irq, softirq, steal), in clock ticks."""
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            return [int(v) for v in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+
+
 class CpuMeter:
     """Main-thread and whole-process CPU utilisation (CPU seconds per wall second); with
     ``child_pid``, also the ingest writer child's (``ingest.writer = "process"``), which
-    ``process_time`` cannot see."""
+    ``process_time`` cannot see; and the whole machine's: the share of its CPU time that was
+    busy, and the share the hypervisor took for other guests (steal), which shows when a
+    run's tail came from the machine rather than from hlmem."""
 
     def __init__(self, child_pid: int | None = None) -> None:
         self.child_pid = child_pid
         self.child: float | None = None
+        self.machine: dict[str, float] = {}
 
     def __enter__(self) -> CpuMeter:
         self.w0, self.t0, self.p0 = time.perf_counter(), time.thread_time(), time.process_time()
         self.c0 = pid_cpu_s(self.child_pid)
+        self.m0 = machine_ticks()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -156,9 +170,20 @@ class CpuMeter:
         c1 = pid_cpu_s(self.child_pid)
         if self.c0 is not None and c1 is not None and wall:
             self.child = (c1 - self.c0) / wall
+        m1 = machine_ticks()
+        if self.m0 is not None and m1 is not None:
+            d = [b - a for a, b in zip(self.m0, m1, strict=True)]
+            total = sum(d)
+            if total:
+                busy = total - d[3] - d[4] - d[7]  # not idle, not waiting for I/O, not stolen
+                self.machine = {
+                    "machine_busy_pct": round(100 * busy / total, 1),
+                    "machine_steal_pct": round(100 * d[7] / total, 1),
+                }
 
     def as_dict(self, events: int | None = None) -> dict[str, float]:
         out = {"cpu_main_thread": round(self.main, 3), "cpu_process": round(self.process, 3)}
+        out.update(self.machine)
         if self.child is not None:
             out["cpu_writer_child"] = round(self.child, 3)
         if events:
@@ -498,7 +523,8 @@ async def bench_ack_loops(
             log(
                 f"writer={writer:<7} open loop {rate:>7.0f} ev/s offered: "
                 f"{r['achieved_rate']:>9.0f} ev/s  p50 {r['p50_ms']:.2f} ms  "
-                f"p99 {r['p99_ms']:.2f} ms"
+                f"p99 {r['p99_ms']:.2f} ms  (machine busy {r.get('machine_busy_pct')} %, "
+                f"stolen {r.get('machine_steal_pct')} %)"
             )
         open_runs[str(int(rate))] = pick_median(runs, key="p99_ms")
     return {"writer": writer, "closed_loop": closed, "open_loop": open_runs}
