@@ -321,6 +321,7 @@ def serve(inp: BinaryIO, out: BinaryIO) -> int:
             return embedders[dim].embed(texts).tobytes()
         raise ValueError(f"unknown request {request[0]!r}")
 
+    childio.settle()
     try:
         childio.send(out, ("ready", os.getpid()))
         while (request := childio.read(inp)) is not None:

@@ -68,6 +68,7 @@ from hlmem.childio import (
     reap,
     receive,
     send,
+    settle,
     spawn,
 )
 from hlmem.config import StoreConfig
@@ -279,6 +280,7 @@ def serve(path: Path, cfg: StoreConfig, inp: BinaryIO, out: BinaryIO) -> int:
         send(out, ("error", type(exc).__name__, f"cannot open {path}: {exc}"))
         return 1
     checkpointer.start()
+    settle()
     try:
         send(out, ("ready", os.getpid(), module.__name__, module.sqlite_version))
         while (request := read(inp)) is not None:
