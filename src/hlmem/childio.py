@@ -150,7 +150,7 @@ def settle() -> None:
     """Call once the child has loaded what it keeps: all of it lives as long as the child, so
     it leaves the collector's view (``gc.freeze``). A full collection otherwise walks the
     ~35,000-50,000 objects of the imports and tables, 20 ms here, while a commit or a batch waits
-    for it (the writer child made one a run of the 10-second open loop at 10,000 events/s)."""
+    for it (the writer child made one per 10-second open loop at 10,000 events/s)."""
     gc.collect()
     gc.freeze()
 

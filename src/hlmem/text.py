@@ -78,20 +78,12 @@ _counter = 0
 
 def new_id(prefix: str) -> str:
     """A new time-ordered id: 48-bit milliseconds, a 16-bit counter and 48 random bits."""
-    global _last_ms, _counter
-    with _id_lock:
-        ms = time.time_ns() // 1_000_000
-        if ms == _last_ms:
-            _counter = (_counter + 1) & 0xFFFF
-        else:
-            _last_ms, _counter = ms, 0
-        counter = _counter
-    return f"{prefix}_{ms:012x}{counter:04x}{_rand.getrandbits(48):012x}"
+    return new_ids(prefix, 1)[0]
 
 
 def new_ids(prefix: str, n: int) -> list[str]:
-    """``n`` ids as ``n`` calls of :func:`new_id` would make them, with one clock read, one
-    lock and one random draw (the ingest writer names a whole group commit's events at once)."""
+    """``n`` new ids (:func:`new_id`), in order, with one clock read, one lock and one random
+    draw (the ingest writer names a whole group commit's events at once)."""
     global _last_ms, _counter
     if n <= 0:
         return []
