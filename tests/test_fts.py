@@ -32,7 +32,7 @@ ITEMS: list[FtsItem] = [
     ("claim", "c-version", "default", "Upgraded hlmem to v1.2; running the tests again"),
     ("event", "e-mixed", "default", "部署 v2.0 之后 dark mode 不见了"),
     ("claim", "c-cat", "default", "猫叫小白"),
-    ("event", "e-syntax", "default", "the body: foo field and NEAR(a b) stay literal"),
+    ("event", "e-syntax", "default", "the body:foo field and NEAR(a b) stay literal"),
     ("claim", "c-foo", "default", "foo alone"),
 ]
 
@@ -161,7 +161,7 @@ async def test_fts_syntax_in_queries_never_raises_nor_injects(store: Store) -> N
     await index(store, ITEMS)
     for query in NASTY:
         await fts_search(store, "default", query)
-    # "body:foo OR *" is the phrase "body foo": no column filter, no wildcard, OR is a word
+    # "body:foo OR *" is the word "bodyfoo": no column filter, no wildcard, OR is a word
     assert await ids(store, "body:foo OR *") == ["e-syntax"]
     assert await ids(store, "NEAR(a b)") == ["e-syntax"]
     assert set(await ids(store, "foo*")) == {"e-syntax", "c-foo"}

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from hlmem.config import StoreConfig
 from hlmem.errors import ConfigError
+from hlmem.event_terms import event_body
 from hlmem.segment import (
     MAX_QUERY_TERMS,
     index_text,
@@ -21,6 +22,8 @@ from hlmem.segment import (
     query_terms,
 )
 from hlmem.store import Store
+
+_HAN = re.compile(r"[\u4e00-\u9fff]+")
 
 REPO = Path(__file__).resolve().parents[1]
 # One FTS5 MATCH string as match_expression builds it: quoted strings joined by OR.
@@ -98,8 +101,16 @@ def test_bodies_are_single_spaced_word_tokens(text: str) -> None:
 
 def test_query_terms_drop_stop_words_and_repeats_but_keep_two_character_words() -> None:
     assert query_terms("我现在偏好什么界面主题？") == ["现在", "偏好", "界面", "主题", "界面主题"]
-    assert query_terms("What is the e-mail of the user? the user!") == ["e mail", "user"]
+    assert query_terms("What is the e-mail of the user? the user!") == ["email", "user"]
     assert query_terms("北京") == ["北京"]
+
+
+def test_a_compound_is_asked_for_as_its_glued_token_unless_it_has_a_dot() -> None:
+    # one token: its doclist is the compound's own, where a phrase walks those of its parts
+    assert query_terms("k8s-node-9 磁盘") == ["k8snode9", "磁盘"]
+    assert query_terms("O'Brien on 2024-05-01 at 10:30") == ["obrien", "20240501", "1030"]
+    # a '.' inside: the parts as a phrase (old event bodies have no glued token for it)
+    assert query_terms("v1.2-beta node.js") == ["v1.2 beta", "node js"]
 
 
 def test_nothing_to_search_is_none() -> None:
@@ -110,7 +121,32 @@ def test_nothing_to_search_is_none() -> None:
 
 def test_match_expression_quotes_every_term() -> None:
     assert match_expression("主题 v1.2") == '"主题" OR "v1.2"'
-    assert match_expression("e-mail") == '"e mail"'
+    assert match_expression("e-mail") == '"email"'
+    assert match_expression("v1.2-beta") == '"v1.2 beta"'
+
+
+_TEXT = st.lists(
+    st.sampled_from([*"abcXYZ019 -.:_'’,，。界面主题北京深色模式", "v1.2", "3.14", " e-mail"]),
+    max_size=40,
+).map("".join)
+
+
+def _contains(body: str, term: str) -> bool:
+    tokens, wanted = body.split(" "), term.split(" ")
+    return any(tokens[i : i + len(wanted)] == wanted for i in range(len(tokens)))
+
+
+@given(_TEXT)
+@settings(max_examples=400, deadline=None)
+def test_every_query_term_of_a_text_finds_its_bodies(text: str) -> None:
+    """A query of a stored text's own words finds it, as a claim (index_text) and as an event
+    (event_body: Han n-grams, so a Han word of more than three characters is found through
+    its shorter words instead)."""
+    claim, event = index_text(text), event_body(text)
+    for term in query_terms(text):
+        assert _contains(claim, term), (term, claim)
+        if not (_HAN.fullmatch(term) and len(term) > 3):
+            assert _contains(event, term), (term, event)
 
 
 def test_long_queries_are_cut() -> None:

@@ -5,8 +5,9 @@ conversation turn. A Han run is therefore indexed as its characters, character p
 character triples, which contain every word of three characters or fewer that jieba could cut
 from it, and every shorter word inside a longer one: the query side (:func:`hlmem.segment.
 match_expression`, jieba in search mode, which emits those short words) finds them. Everything
-else is indexed like :func:`hlmem.segment.index_text` indexes it (tested to agree on words,
-numbers, versions and compounds), so they match the same way as in claims.
+else is indexed as :func:`hlmem.segment.index_text` indexes it (the same function), so a query
+finds a word, a number, a version or a compound in an event as in a claim
+(``tests/test_segment.py`` checks that every query term of a text finds that text's body).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import re
 from operator import add
 
-from hlmem.segment import DIGIT_COMMA, HAN_RUN, JOINER
+from hlmem.segment import DIGIT_COMMA, HAN_RUN, other_tokens
 from hlmem.text import normalize
 
 
@@ -24,32 +25,17 @@ def _han_tokens(run: str) -> list[str]:
     return [*run, *pairs, *map(add, pairs, run[2:])]
 
 
-# Outside Han runs, the tokens index_text makes, found by one regex: a dotted number with its
-# letter prefix ("v1.2", "python3.11") whole, else runs of letters or digits; words joined by
-# - . : _ ' come apart into their units (a query asks for them as a phrase). Most chunks have
-# no dotted number and no joiner: a plain findall of the runs (same tokens) then does.
-_TOKEN = re.compile(r"([^\W\d_]*)(\d+(?:\.\d+)+)|[^\W_]+")
+# Outside Han runs, the tokens index_text makes (hlmem.segment.other_tokens). Most chunks
+# have no compound, no letter or digit joined to another by - . : _ ' (a dotted number is one):
+# their tokens are the runs of letters or digits, found by one findall.
 _WORD = re.compile(r"[^\W_]+")
-_DOTTED = re.compile(r"\d\.\d")
-_JOINT = re.compile(r"[^\W_][-:_'’][^\W_]")
-# Possessive runs from a word start only: no retrying from every letter of every word.
-_JOINED = re.compile(r"(?<![^\W_])[^\W_]++(?:[-:_'’][^\W_]++)+")
+_JOINT = re.compile(r"[^\W_][-.:_'’][^\W_]")
 
 
 def _other_tokens(chunk: str) -> list[str]:
-    if _DOTTED.search(chunk):
-        out: list[str] = []
-        for m in _TOKEN.finditer(chunk):
-            out.append(m.group())
-            if m.group(2) and m.group(1):  # "v1.2": also "1.2" and "v"
-                out.append(m.group(2))
-                if len(m.group(1)) > 1:
-                    out.append(m.group(1))
-    else:
-        out = _WORD.findall(chunk)
-    if _JOINT.search(chunk):  # "e-mail" is also found as "email"
-        out.extend(JOINER.sub("", j) for j in _JOINED.findall(chunk))
-    return out
+    if _JOINT.search(chunk):
+        return other_tokens(chunk)
+    return _WORD.findall(chunk)
 
 
 def event_body(text: str) -> str:
