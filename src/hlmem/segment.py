@@ -62,6 +62,7 @@ _WORD = re.compile(r"[^\W_]")
 # Letters or digits, possibly joined into a compound by - . : _ ' (the joiners are dropped).
 _COMPOUND = re.compile(r"[^\W_]+(?:[-.:_'’][^\W_]+)*")
 JOINER = re.compile(r"[-:_'’]")
+_PLAIN = re.compile(r"[^\W_]+")
 _DOTTED = re.compile(r"([^\W\d_]*)(\d+(?:\.\d+)+)")
 DIGIT_COMMA = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 
@@ -257,10 +258,13 @@ def other_tokens(chunk: str) -> list[str]:
     commas removed): each compound's units, then its extra tokens. Shared with
     :mod:`hlmem.event_terms`, so that claims and events index a compound alike."""
     tokens: list[str] = []
-    for match in _COMPOUND.finditer(chunk):
-        units, extra = _compound_units(match.group())
-        tokens += units
-        tokens += extra
+    for word in _COMPOUND.findall(chunk):
+        if _PLAIN.fullmatch(word):  # most words: no joiner, no dot
+            tokens.append(word)
+        else:
+            units, extra = _compound_units(word)
+            tokens += units
+            tokens += extra
     return tokens
 
 
