@@ -54,6 +54,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from machine import MachineMeter
+
 import hlmem
 from hlmem.store import QUERIES, sqlite_module
 
@@ -135,16 +137,6 @@ def pid_cpu_s(pid: int | None) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
-def machine_ticks() -> list[int] | None:
-    """The machine's CPU time so far by state, from the first line of /proc/stat (user, nice,
-    system, idle, iowait, irq, softirq, steal), in clock ticks."""
-    try:
-        with open("/proc/stat", encoding="ascii") as f:
-            return [int(v) for v in f.readline().split()[1:9]]
-    except (OSError, ValueError):
-        return None
-
-
 class CpuMeter:
     """Main-thread and whole-process CPU utilisation (CPU seconds per wall second); with
     ``child_pid``, also the ingest writer child's (``ingest.writer = "process"``), which
@@ -160,7 +152,7 @@ class CpuMeter:
     def __enter__(self) -> CpuMeter:
         self.w0, self.t0, self.p0 = time.perf_counter(), time.thread_time(), time.process_time()
         self.c0 = pid_cpu_s(self.child_pid)
-        self.m0 = machine_ticks()
+        self._machine = MachineMeter().__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -170,16 +162,8 @@ class CpuMeter:
         c1 = pid_cpu_s(self.child_pid)
         if self.c0 is not None and c1 is not None and wall:
             self.child = (c1 - self.c0) / wall
-        m1 = machine_ticks()
-        if self.m0 is not None and m1 is not None:
-            d = [b - a for a, b in zip(self.m0, m1, strict=True)]
-            total = sum(d)
-            if total:
-                busy = total - d[3] - d[4] - d[7]  # not idle, not waiting for I/O, not stolen
-                self.machine = {
-                    "machine_busy_pct": round(100 * busy / total, 1),
-                    "machine_steal_pct": round(100 * d[7] / total, 1),
-                }
+        self._machine.__exit__(*exc)
+        self.machine = self._machine.figures
 
     def as_dict(self, events: int | None = None) -> dict[str, float]:
         out = {"cpu_main_thread": round(self.main, 3), "cpu_process": round(self.process, 3)}

@@ -82,6 +82,7 @@ from typing import Any
 import anyio
 import numpy as np
 import recall_data
+from machine import MachineMeter
 from recall_data import NAMESPACE, NOW, Generator, Query
 
 import hlmem
@@ -258,6 +259,7 @@ class Variant:
     backend: str
     mem: Memory | None = None
     times: list[list[float]] = field(default_factory=list)  # per round
+    machine: list[dict[str, float]] = field(default_factory=list)  # per round (bench/machine.py)
     load: dict[str, Any] = field(default_factory=dict)
 
 
@@ -316,7 +318,9 @@ async def measure_size(size: int, args: argparse.Namespace) -> dict[str, Any]:
         out["numpy_warmup_ms"] = pcts(await recall_round(numpy_variant, queries, -1, None))
         for r in range(args.repeat):
             say(f"{size:,} claims: numpy round {r + 1}/{args.repeat} ...")
-            numpy_variant.times.append(await recall_round(numpy_variant, queries, r, None))
+            with MachineMeter() as machine:
+                numpy_variant.times.append(await recall_round(numpy_variant, queries, r, None))
+            numpy_variant.machine.append(machine.figures)
         out["channels_numpy_ms"] = await channels(numpy_variant, queries)
         floors: dict[str, list[list[float]]] = {"dense": [], "sparse": []}
         for r in range(args.repeat):
@@ -332,7 +336,8 @@ async def measure_size(size: int, args: argparse.Namespace) -> dict[str, Any]:
         out["floor_sparse_ms"] = median_of([pcts(t) for t in floors["sparse"]])
         out["backends"] = {}
         for v in variants:
-            rounds = [pcts(t) for t in v.times]
+            machine = v.machine or [{}] * len(v.times)  # measured for the numpy rounds
+            rounds = [pcts(t) | m for t, m in zip(v.times, machine, strict=True)]
             figures = median_of(rounds)
             out["backends"][v.name] = {
                 "queries_per_round": len(v.times[0]),
@@ -473,6 +478,12 @@ def report(result: dict[str, Any]) -> None:
             f"{s['build']['events']:,} events, {s['namespace_vectors']:,} vectors searched, "
             f"file {s['build']['file_mib']} MiB"
         )
+        rounds = s["backends"]["numpy"]["rounds"]
+        if all("machine_steal_pct" in r for r in rounds):
+            print(
+                f"{s['claims']:>10,} numpy rounds p95 ms (CPU stolen by the hypervisor): "
+                + ", ".join(f"{r['p95']} ({r['machine_steal_pct']} %)" for r in rounds)
+            )
     print(json.dumps(result, ensure_ascii=False))
 
 
