@@ -404,3 +404,38 @@ async def test_match_ids_finds_what_mentions_every_term_newest_first(
         one = await match_ids(store, "team", terms, limit=1)
         assert [item_id for _, item_id in one] == want[:1]
     assert await match_ids(store, "team", [], limit=10) == []
+
+
+async def test_a_glued_compound_no_item_holds_is_searched_as_its_parts(store: Store) -> None:
+    """ "billing-api" is asked for as the token "billingapi" (cheap to rank), which every body
+    of a hyphenated, underscored or glued spelling holds; text that spells it with spaces only
+    is found through the phrase of its parts, in English and in Chinese text alike."""
+    from hlmem.fts import fts_search_terms, match_ids
+    from hlmem.segment import query_terms, spelled_apart
+
+    spaced: list[FtsItem] = [
+        ("claim", "en-spaced", "ops", "the billing api is down again"),
+        ("event", "zh-spaced", "ops", "计费的 billing api 昨晚宕机了"),
+        ("claim", "apart", "ops", "api keys for billing live in the vault"),  # not adjacent
+    ]
+    await index(store, spaced)
+    assert query_terms("billing-api 宕机") == ["billingapi", "宕机"]
+    assert spelled_apart("billing-api 宕机") == {"billingapi": "billing api"}
+    assert set(await ids(store, "billing-api", "ops")) == {"en-spaced", "zh-spaced"}
+    assert set(await ids(store, "billing-api 宕机", "ops")) == {"en-spaced", "zh-spaced"}
+    terms, apart = query_terms("billing-api owner"), spelled_apart("billing-api")
+    every = await fts_search_terms(store, "ops", terms, every=True, apart=apart)
+    assert every == []  # no "owner" anywhere: still nothing
+    every = await fts_search_terms(
+        store, "ops", query_terms("billing-api"), every=True, apart=apart
+    )
+    assert {h.item_id for h in every} == {"en-spaced", "zh-spaced"}
+    found = await match_ids(store, "ops", ["billingapi"], limit=10, apart=apart)
+    assert {item_id for _, item_id in found} == {"en-spaced", "zh-spaced"}
+    assert await match_ids(store, "ops", ["billingapi"], limit=10) == []  # without the parts
+
+    # Once an item holds the glued token, the query asks for it alone (no phrase to rank).
+    await index(store, [("event", "hyphen", "ops", "billing-api 又超时了")])
+    assert await ids(store, "billing-api", "ops") == ["hyphen"]
+    found = await match_ids(store, "ops", ["billingapi"], limit=10, apart=apart)
+    assert [item_id for _, item_id in found] == ["hyphen"]

@@ -249,6 +249,24 @@ async def test_two_character_chinese_query(db_path: Path) -> None:
     assert any("主题" in i.text for i in theme.items)
 
 
+async def test_a_hyphenated_name_finds_text_that_spells_it_apart(db_path: Path) -> None:
+    """The full-text channel asks for "billing-api" as one glued token and, since no item
+    holds it, as the phrase "billing api"; a hyphenated query of a spaced name, zh and en."""
+    async with hlmem.open(db_path, config=fast_config()) as mem:
+        await mem.add_event("s", "记住：billing api 的负责人是张三")
+        await mem.add_event("s", "Remember: the payment gateway team owns the billing api")
+        await mem.add_event("s", "api billing notes are unrelated to this")
+        await mem.flush()
+        await mem.drain(timeout_s=30)
+        # the compound is the only search term of either query (the rest are stop words)
+        zh = await mem.recall("billing-api 呢？")
+        en = await mem.recall("what is billing-api?")
+    for result, words in ((zh, "张三"), (en, "payment gateway")):
+        by_fts = [i for i in result.items if "fts" in i.channels]
+        assert any(words in i.text for i in by_fts), [(i.text, i.channels) for i in result.items]
+        assert not any(i.text.startswith("api billing") for i in by_fts)
+
+
 @pytest.mark.parametrize(
     "query",
     ['"', "*", "-", 'NEAR("a" "b")', "body: x", "a AND OR NOT b", "(((", "^x", "咖啡*", ":"],

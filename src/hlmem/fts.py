@@ -11,7 +11,7 @@ claims and events they name.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal, get_args
@@ -21,7 +21,7 @@ import anyio
 from hlmem.errors import InputError
 from hlmem.event_terms import event_body
 from hlmem.lexicon import Lexicon, default_lexicon
-from hlmem.segment import index_text, query_terms, quote
+from hlmem.segment import index_text, query_terms, quote, spelled_apart
 from hlmem.store import Store, SyncReader
 
 FtsKind = Literal["claim", "event"]
@@ -115,7 +115,13 @@ async def fts_search(
         return []
     terms = await anyio.to_thread.run_sync(query_terms, query_text)
     return await fts_search_terms(
-        store, namespace, terms, kinds=kinds, limit=limit, rank_rows=rank_rows
+        store,
+        namespace,
+        terms,
+        kinds=kinds,
+        limit=limit,
+        rank_rows=rank_rows,
+        apart=spelled_apart(query_text),  # cached by query_terms' call
     )
 
 
@@ -129,9 +135,11 @@ async def fts_search_terms(
     rank_rows: int = RANK_ROWS,
     allow: Collection[str] | None = None,
     every: bool = False,
+    apart: Mapping[str, str] | None = None,
 ) -> list[FtsHit]:
-    """:func:`fts_search` for a query already segmented (:func:`hlmem.segment.query_terms`),
-    in one trip to the store's reader thread (:func:`fts_search_sync` says how).
+    """:func:`fts_search` for a query already segmented (:func:`hlmem.segment.query_terms`,
+    with :func:`hlmem.segment.spelled_apart` as ``apart``), in one trip to the store's reader
+    thread (:func:`fts_search_sync` says how).
 
     :raises InputError: ``kinds`` names something other than ``claim`` and ``event``.
     :raises StoreError: the read failed.
@@ -149,6 +157,7 @@ async def fts_search_terms(
             rank_rows=rank_rows,
             allow=allow,
             every=every,
+            apart=apart,
         )
     )
 
@@ -212,6 +221,7 @@ def fts_search_sync(
     allow: Collection[str] | None = None,
     every: bool = False,
     term_counts: TermCounts | None = None,
+    apart: Mapping[str, str] | None = None,
 ) -> list[FtsHit]:
     """:func:`fts_search_terms` on the reader thread (inside :meth:`Store.read`, so that a
     caller can read more in the same trip); ``allow`` keeps only those item ids; ``every``
@@ -235,7 +245,10 @@ def fts_search_sync(
     The plan is made here, between statements on the same thread, rather than in one
     statement's CTEs: it costs less than their materialisation (about a third of a search of
     rare terms), and a tier that is not needed is not prepared at all. ``term_counts``
-    remembers the counts while the index is unchanged (:class:`TermCounts`).
+    remembers the counts while the index is unchanged (:class:`TermCounts`). ``apart`` maps
+    glued compounds to their parts (:func:`hlmem.segment.spelled_apart`): a glued term that no
+    row holds is searched as that phrase instead (with ``every``, each of them when nothing
+    matches all the terms).
 
     :raises InputError: ``kinds`` names something other than ``claim`` and ``event``.
     :raises StoreError: a read failed (as the module's error: :meth:`Store.read` maps it).
@@ -243,14 +256,25 @@ def fts_search_sync(
     anything, kind = _kind_filter(kinds)
     if not anything or limit < 1 or not terms:
         return []
-    quoted = [quote(term) for term in terms]
-    phrases = [" AND ".join(quoted)] if every else quoted
     token = _namespace_match(namespace)
     params = {"token": token, "namespace": namespace, "cap": rank_rows + 1}
-    if term_counts is None:
-        counts = _count_terms(reader, params, phrases)
-    else:
-        counts = term_counts.counts(reader, params, phrases)
+
+    def count(phrases: list[str]) -> list[tuple[int, int, int]]:
+        if term_counts is None:
+            return _count_terms(reader, params, phrases)
+        return term_counts.counts(reader, params, phrases)
+
+    phrases = _phrases(terms, every)
+    counts = count(phrases)
+    if apart:  # a glued compound that matches nothing: its parts as a phrase
+        if every:
+            empty = list(terms) if not counts[0][1] else []
+        else:
+            empty = [terms[pos] for pos, n, _ in counts if not n]
+        spaced = {term: apart[term] for term in empty if term in apart}
+        if spaced:
+            phrases = _phrases(terms, every, spaced)
+            counts = count(phrases)
     head = f"{token} AND body : (" if counts[0][2] else "body : ("
     # Rarest first (ties in query order), while the running total stays under the cap.
     ranked, total = [], 0
@@ -272,6 +296,15 @@ def fts_search_sync(
     return fts_hits(rows, limit=limit)
 
 
+def _phrases(
+    terms: Sequence[str], every: bool, spaced: Mapping[str, str] | None = None
+) -> list[str]:
+    """The MATCH phrases of ``terms`` (one, all of them ANDed, with ``every``); ``spaced``
+    replaces some terms by their parts (:func:`hlmem.segment.spelled_apart`)."""
+    quoted = [quote(spaced.get(term, term) if spaced else term) for term in terms]
+    return [" AND ".join(quoted)] if every else quoted
+
+
 def fts_hits(rows: Sequence[Any], *, limit: int) -> list[FtsHit]:
     """The hits of the rows of tier 1 (ranked) then tier 2 (newest): each item once, in that
     order, at most ``limit``."""
@@ -285,32 +318,43 @@ def fts_hits(rows: Sequence[Any], *, limit: int) -> list[FtsHit]:
 
 
 def match_ids_sync(
-    reader: SyncReader, namespace: str, terms: Sequence[str], *, limit: int
+    reader: SyncReader,
+    namespace: str,
+    terms: Sequence[str],
+    *,
+    limit: int,
+    apart: Mapping[str, str] | None = None,
 ) -> list[tuple[FtsKind, str]]:
     """The newest ``limit`` items of ``namespace`` matching every one of ``terms``, unranked,
     newest first, as ``(kind, item_id)``; none without terms. For "what mentions this name":
     a fraction of a ranked search's cost, and the same items whenever ``limit`` covers every
-    match. On the reader thread (:meth:`Store.read`); :func:`match_ids` from the event loop."""
+    match. When none match, the glued compounds of ``apart``
+    (:func:`hlmem.segment.spelled_apart`) are tried as their parts. On the reader thread
+    (:meth:`Store.read`); :func:`match_ids` from the event loop."""
     if not terms or limit < 1:
         return []
-    rows = reader.fetch_packed(
-        "fts_match_ids",
-        {
-            "match": " AND ".join(quote(term) for term in terms),
-            "token": _namespace_match(namespace),
-            "namespace": namespace,
-            "limit": limit,
-        },
-    )
+    params = {"token": _namespace_match(namespace), "namespace": namespace, "limit": limit}
+    rows = reader.fetch_packed("fts_match_ids", {**params, "match": _phrases(terms, True)[0]})
+    spaced = {term: apart[term] for term in terms if term in apart} if apart else {}
+    if not rows and spaced:  # a glued compound no item holds: its parts as a phrase
+        match = _phrases(terms, True, spaced)[0]
+        rows = reader.fetch_packed("fts_match_ids", {**params, "match": match})
     rows.sort(key=lambda r: -r[2])
     return [(r[0], r[1]) for r in rows]
 
 
 async def match_ids(
-    store: Store, namespace: str, terms: Sequence[str], *, limit: int
+    store: Store,
+    namespace: str,
+    terms: Sequence[str],
+    *,
+    limit: int,
+    apart: Mapping[str, str] | None = None,
 ) -> list[tuple[FtsKind, str]]:
     """:func:`match_ids_sync` in one trip to the store's reader thread."""
-    return await store.read(partial(match_ids_sync, namespace=namespace, terms=terms, limit=limit))
+    return await store.read(
+        partial(match_ids_sync, namespace=namespace, terms=terms, limit=limit, apart=apart)
+    )
 
 
 async def fts_backfill(

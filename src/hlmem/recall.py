@@ -49,7 +49,7 @@ from hlmem.messages import (
 )
 from hlmem.providers import estimate_tokens
 from hlmem.rerank import rerank
-from hlmem.segment import query_terms
+from hlmem.segment import query_terms, spelled_apart
 from hlmem.store import Store, SyncReader
 from hlmem.text import normalize
 from hlmem.vector_index import VectorHit, VectorIndex
@@ -83,6 +83,7 @@ class _Later:
 class _Query:
     text: str
     terms: tuple[str, ...]  # the FTS search terms (hlmem.segment.query_terms)
+    apart: dict[str, str]  # glued compounds' parts (hlmem.segment.spelled_apart)
     plan: _Later  # the _Plan, once the first read has understood the query
 
 
@@ -227,7 +228,8 @@ class Recaller:
             terms = query_terms(text)
         else:
             terms = await anyio.to_thread.run_sync(query_terms, text)
-        return _Query(text=text, terms=tuple(terms), plan=_Later())
+        # spelled_apart reads what query_terms cached
+        return _Query(text=text, terms=tuple(terms), apart=spelled_apart(text), plan=_Later())
 
     # --- candidates ---------------------------------------------------------------------------
 
@@ -278,7 +280,13 @@ class Recaller:
             )
         }
         for entity in parsed.entities:
-            found = match_ids_sync(reader, namespace, query_terms(entity), limit=ENTITY_SCAN)
+            found = match_ids_sync(
+                reader,
+                namespace,
+                query_terms(entity),
+                limit=ENTITY_SCAN,
+                apart=spelled_apart(entity),
+            )
             allow.update(item_id for _, item_id in found)
         return allow
 
@@ -301,6 +309,7 @@ class Recaller:
                 rank_rows=rc.fts_rank_rows,
                 allow=plan[0].allow if plan[0].strict else None,
                 term_counts=self.term_counts,
+                apart=query.apart,
             )
             return hits, _read_rows(reader, [(h.kind, h.item_id) for h in hits], namespace)
 
@@ -417,8 +426,8 @@ class Recaller:
         shown = _first_claims(scored, keys, k)  # every claim item is one of these
         evidence: dict[str, list[Any]] = {}
         if shown:
-            found = reader.fetch_packed("recall_claim_evidence", (json.dumps(shown),))
-            for r in sorted(found, key=lambda r: (r[0], r[5])):  # by claim, oldest first
+            links = reader.fetch_packed("recall_claim_evidence", (json.dumps(shown),))
+            for r in sorted(links, key=lambda r: (r[0], r[5])):  # by claim, oldest first
                 evidence.setdefault(r[0], []).append(r)
         if _claims_speak(parsed):
             scored = _without_history_events(reader, scored, keys, evidence, k)

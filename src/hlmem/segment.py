@@ -17,11 +17,12 @@ Rules, the same for bodies and queries (text first normalised by :func:`hlmem.te
 - Elsewhere a word is a run of letters or digits; words joined by ``- . : _ '`` form a
   compound. A body holds the compound's parts in order, then the parts glued together
   ("e-mail" -> ``e mail email``); a query asks for the glued token (``"email"``), which finds
-  "e-mail", "e_mail" and "email" alike. A compound with a '.' in it ("v1.2-beta", "node.js")
-  is asked for as its parts in one phrase (``"v1.2 beta"``). A phrase costs far more to rank
-  than a token: FTS5 walks the doclists of all its parts, twice (the match and bm25's count),
-  to find the rows where they stand together (6.7 vs 0.6 ms for "k8s-node-9" in a store of
-  150,000 events).
+  "e-mail", "e_mail" and "email" alike, or, when no item holds it, for its parts as a phrase
+  (:func:`spelled_apart`: "billing-api" finds "the billing api"). A compound with a '.' in it
+  ("v1.2-beta", "node.js") is asked for as its parts in one phrase (``"v1.2 beta"``). A phrase
+  costs far more to rank than a token: FTS5 walks the doclists of all its parts, twice (the
+  match and bm25's count), to find the rows where they stand together (6.7 vs 0.6 ms for
+  "k8s-node-9" in a store of 150,000 events).
 - A dotted number stays whole ("v1.2", "3.14", "python3.11"); a body also holds its number
   and its letter prefix ("1.2", "python"). Digit-group commas go ("1,000" -> ``1000``).
 - Punctuation and symbols are dropped. Bodies keep stop words; queries drop them.
@@ -309,12 +310,13 @@ def index_text(text: str) -> str:
 
 
 @lru_cache(maxsize=1024)
-def _query_cached(text: str, generation: int) -> tuple[str, ...]:
-    seen: dict[str, None] = {}
-    for _units, _extra, term in _terms(text):
-        if term not in STOP_WORDS:
-            seen.setdefault(term)
-    return tuple(seen)[:MAX_QUERY_TERMS]
+def _query_cached(text: str, generation: int) -> tuple[tuple[str, str | None], ...]:
+    seen: dict[str, str | None] = {}
+    for units, _extra, term in _terms(text):
+        if term not in STOP_WORDS and term not in seen:
+            spaced = " ".join(units)
+            seen[term] = spaced if spaced != term else None
+    return tuple(seen.items())[:MAX_QUERY_TERMS]
 
 
 def query_terms(text: str) -> list[str]:
@@ -322,7 +324,15 @@ def query_terms(text: str) -> list[str]:
     :data:`MAX_QUERY_TERMS`). A compound is one glued token ("e-mail" -> "email",
     "2024-05-01" -> "20240501"), or, with a dotted number in it, a term of several tokens
     matched as a phrase ("v1.2-beta" -> "v1.2 beta")."""
-    return list(_query_cached(text[: _CACHE_MAX_CHARS * 8], _segmenter.generation))
+    return [term for term, _ in _query_cached(text[: _CACHE_MAX_CHARS * 8], _segmenter.generation)]
+
+
+def spelled_apart(text: str) -> dict[str, str]:
+    """The glued compound terms of a query (:func:`query_terms`) with their parts as a phrase
+    ("billing-api": ``{"billingapi": "billing api"}``): what full-text search asks for instead
+    when no item holds the glued token, because the stored text spells it with spaces."""
+    cached = _query_cached(text[: _CACHE_MAX_CHARS * 8], _segmenter.generation)
+    return {term: spaced for term, spaced in cached if spaced is not None}
 
 
 def quote(term: str) -> str:
