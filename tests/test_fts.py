@@ -439,3 +439,31 @@ async def test_a_glued_compound_no_item_holds_is_searched_as_its_parts(store: St
     assert await ids(store, "billing-api", "ops") == ["hyphen"]
     found = await match_ids(store, "ops", ["billingapi"], limit=10, apart=apart)
     assert [item_id for _, item_id in found] == ["hyphen"]
+
+
+async def test_every_term_finds_an_event_by_the_ngrams_of_a_long_han_word(store: Store) -> None:
+    """An event body holds Han words of at most three characters whole ("北京大学" only as
+    北京大 and 京大学): asked for every term of "北京大学" (recall's entity scan), a claim is
+    found by the word and an event by its n-grams; an English name alike in both."""
+    from hlmem.event_terms import event_body
+    from hlmem.fts import fts_search_terms, match_ids
+    from hlmem.segment import query_terms
+
+    rows = [
+        fts_row("claim", "zh-claim", "uni", "我在北京大学读研究生"),
+        ("event", "zh-event", "uni", event_body("昨天下午去北京大学听了一场讲座")),
+        ("event", "zh-apart", "uni", event_body("北京的大学很多")),  # 北京 and 大学, apart
+        fts_row("claim", "en-claim", "uni", "I study at Stanford University"),
+        ("event", "en-event", "uni", event_body("a talk at Stanford University yesterday")),
+    ]
+    async with store.transaction() as tx:
+        await tx.executemany(FTS_INSERT, rows)
+    for name, want in [
+        ("北京大学", {"zh-claim", "zh-event"}),
+        ("Stanford University", {"en-claim", "en-event"}),
+    ]:
+        terms = query_terms(name)
+        found = await match_ids(store, "uni", terms, limit=10)
+        assert {item_id for _, item_id in found} == want, name
+        ranked = await fts_search_terms(store, "uni", terms, limit=10, every=True)
+        assert {h.item_id for h in ranked} == want, name

@@ -268,6 +268,40 @@ async def test_a_hyphenated_name_finds_text_that_spells_it_apart(db_path: Path) 
 
 
 @pytest.mark.parametrize(
+    ("claim", "event", "question", "told"),
+    [
+        (
+            "记住：我在北京大学读研究生",
+            "昨天下午去北京大学听了一场讲座",
+            "北京大学的讲座怎么样？",
+            "讲座",
+        ),
+        (
+            "Remember: I study at Stanford University",
+            "Yesterday I went to a talk at Stanford University",
+            "How was the talk at Stanford University?",
+            "talk",
+        ),
+    ],
+    ids=["zh", "en"],
+)
+async def test_the_entity_constraint_keeps_events_that_mention_the_name(
+    db_path: Path, claim: str, event: str, question: str, told: str
+) -> None:
+    """A question naming a known entity keeps to what is about it: its claims and whatever
+    mentions it, raw events included (an event body holds a long Han name only as n-grams)."""
+    async with hlmem.open(db_path, config=fast_config()) as mem:
+        await mem.add_event("s1", claim)
+        await mem.add_event("s2", event)
+        await mem.flush()
+        await mem.drain(timeout_s=30)
+        result = await mem.recall(question)
+    assert result.query.entities, result.query
+    events = [i.text for i in result.items if i.kind == "event"]
+    assert any(told in text for text in events), [(i.kind, i.text) for i in result.items]
+
+
+@pytest.mark.parametrize(
     "query",
     ['"', "*", "-", 'NEAR("a" "b")', "body: x", "a AND OR NOT b", "(((", "^x", "咖啡*", ":"],
 )

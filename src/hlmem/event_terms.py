@@ -18,6 +18,20 @@ from operator import add
 from hlmem.segment import DIGIT_COMMA, HAN_RUN, other_tokens
 from hlmem.text import normalize
 
+#: the longest Han word an event body holds whole: longer ones only as these n-grams
+MAX_GRAM = 3
+
+
+def han_grams(word: str) -> list[str] | None:
+    """For a Han word longer than :data:`MAX_GRAM` characters, the n-grams an event body holds
+    for it: every run of ``MAX_GRAM`` characters, in order (all of them are in the body of any
+    text containing the word, so a search that needs the word itself, not only its shorter
+    words, can ask an event for them). ``None`` for a shorter word, which a body holds whole,
+    and for anything that is not Han."""
+    if len(word) <= MAX_GRAM or not HAN_RUN.fullmatch(word):
+        return None
+    return [word[i : i + MAX_GRAM] for i in range(len(word) - MAX_GRAM + 1)]
+
 
 def _han_tokens(run: str) -> list[str]:
     # map(add, ...) builds the pairs and triples in C: this runs for every event.

@@ -19,7 +19,7 @@ from typing import Any, Literal, get_args
 import anyio
 
 from hlmem.errors import InputError
-from hlmem.event_terms import event_body
+from hlmem.event_terms import event_body, han_grams
 from hlmem.lexicon import Lexicon, default_lexicon
 from hlmem.segment import index_text, query_terms, quote, spelled_apart
 from hlmem.store import Store, SyncReader
@@ -300,9 +300,20 @@ def _phrases(
     terms: Sequence[str], every: bool, spaced: Mapping[str, str] | None = None
 ) -> list[str]:
     """The MATCH phrases of ``terms`` (one, all of them ANDed, with ``every``); ``spaced``
-    replaces some terms by their parts (:func:`hlmem.segment.spelled_apart`)."""
+    replaces some terms by their parts (:func:`hlmem.segment.spelled_apart`).
+
+    With ``every``, a Han word longer than an event body's n-grams ("北京大学") is asked for
+    whole or as all its n-grams (:func:`hlmem.event_terms.han_grams`): a claim's body holds
+    the word, an event's only its n-grams. (Without ``every``, any term may match, and the
+    query's shorter words, "北京" and "大学", find the events.)"""
     quoted = [quote(spaced.get(term, term) if spaced else term) for term in terms]
-    return [" AND ".join(quoted)] if every else quoted
+    if not every:
+        return quoted
+    for pos, term in enumerate(terms):
+        grams = han_grams(term)
+        if grams:
+            quoted[pos] = f"({quoted[pos]} OR ({' AND '.join(quote(g) for g in grams)}))"
+    return [" AND ".join(quoted)]
 
 
 def fts_hits(rows: Sequence[Any], *, limit: int) -> list[FtsHit]:
