@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from hlmem.config import StoreConfig
 from hlmem.errors import ConfigError
-from hlmem.event_terms import event_body
+from hlmem.event_terms import event_body, han_grams
 from hlmem.segment import (
     MAX_QUERY_TERMS,
     index_text,
@@ -146,6 +146,30 @@ def test_every_query_term_of_a_text_finds_its_bodies(text: str) -> None:
     for term in query_terms(text):
         assert _contains(claim, term), (term, claim)
         if not (_HAN.fullmatch(term) and len(term) > 3):
+            assert _contains(event, term), (term, event)
+
+
+_NAME = st.lists(
+    st.sampled_from([*"北京大学深色模式张三丰界面", "Grace", "db-prod-2", "v1.2"]),
+    min_size=1,
+    max_size=6,
+)
+
+
+@given(_NAME.map("".join), _TEXT, _TEXT)
+@settings(max_examples=400, deadline=None)
+def test_an_event_holds_every_term_of_a_name_it_contains(
+    name: str, before: str, after: str
+) -> None:
+    """Recall's entity scan asks for every term of a name (fts.match_ids_sync): an event
+    whose text contains the name holds each term, or, for a Han word longer than its n-grams,
+    each of the word's n-grams (event_terms.han_grams), wherever the name stands."""
+    event = event_body(f"{before} {name} {after}")
+    for term in query_terms(name):
+        grams = han_grams(term)
+        if grams:
+            assert all(_contains(event, g) for g in grams), (term, event)
+        else:
             assert _contains(event, term), (term, event)
 
 
