@@ -467,3 +467,28 @@ async def test_every_term_finds_an_event_by_the_ngrams_of_a_long_han_word(store:
         assert {item_id for _, item_id in found} == want, name
         ranked = await fts_search_terms(store, "uni", terms, limit=10, every=True)
         assert {h.item_id for h in ranked} == want, name
+
+
+@pytest.mark.parametrize("big", [True, False], ids=["big-namespace", "small-namespace"])
+async def test_another_namespace_never_decides_how_a_compound_is_searched(
+    store: Store, big: bool
+) -> None:
+    """ "billing-api" falls back to the phrase of its parts when no item of *this* namespace
+    holds the glued token, whatever other namespaces hold (their rows are counted with this
+    one's when it is large: the search then checks its own rows)."""
+    from hlmem.fts import match_ids
+    from hlmem.segment import spelled_apart
+
+    items: list[FtsItem] = [
+        ("claim", "here-en", "here", "the billing api is down again"),
+        ("event", "here-zh", "here", "计费 billing api 昨晚宕机"),
+        ("claim", "there", "there", "billing-api owner is Tom 负责"),
+    ]
+    filler = "here" if big else "elsewhere"
+    items += [("event", f"fill{i}", filler, f"填充 {i}") for i in range(60)]
+    await index(store, items)
+    assert set(await ids(store, "billing-api", "here")) == {"here-en", "here-zh"}
+    assert await ids(store, "billing-api", "there") == ["there"]
+    apart = spelled_apart("billing-api")
+    found = await match_ids(store, "here", ["billingapi"], limit=10, apart=apart)
+    assert {item_id for _, item_id in found} == {"here-en", "here-zh"}

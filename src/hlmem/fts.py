@@ -247,8 +247,10 @@ def fts_search_sync(
     rare terms), and a tier that is not needed is not prepared at all. ``term_counts``
     remembers the counts while the index is unchanged (:class:`TermCounts`). ``apart`` maps
     glued compounds to their parts (:func:`hlmem.segment.spelled_apart`): a glued term that no
-    row holds is searched as that phrase instead (with ``every``, each of them when nothing
-    matches all the terms).
+    row of the namespace holds is searched as that phrase instead (with ``every``, each of them
+    when nothing there matches all the terms). A count taken over every namespace (the
+    namespace is large: not scoped) is checked against the namespace's own rows
+    (``fts_held_here``), so another namespace's text never decides how this one is searched.
 
     :raises InputError: ``kinds`` names something other than ``claim`` and ``event``.
     :raises StoreError: a read failed (as the module's error: :meth:`Store.read` maps it).
@@ -266,11 +268,17 @@ def fts_search_sync(
 
     phrases = _phrases(terms, every)
     counts = count(phrases)
-    if apart:  # a glued compound that matches nothing: its parts as a phrase
+    if apart:  # a glued compound that no item of the namespace holds: its parts as a phrase
+
+        def absent(pos: int, n: int, scoped: int) -> bool:
+            # counted over every namespace (unscoped): does this one hold any of those rows?
+            here = {"match": f"body : ({phrases[pos]})", "namespace": namespace, "cap": n}
+            return not n or not (scoped or reader.fetchall("fts_held_here", here)[0][0])
+
         if every:
-            empty = list(terms) if not counts[0][1] else []
+            empty = list(terms) if absent(*counts[0]) else []
         else:
-            empty = [terms[pos] for pos, n, _ in counts if not n]
+            empty = [terms[c[0]] for c in counts if terms[c[0]] in apart and absent(*c)]
         spaced = {term: apart[term] for term in empty if term in apart}
         if spaced:
             phrases = _phrases(terms, every, spaced)

@@ -33,6 +33,15 @@ SELECT j.key,
        scope.scoped
 FROM json_each(:terms) AS j, scope;
 
+-- name: fts_held_here
+-- Whether an item of :namespace is among the first :cap rows matching :match: for a term
+-- counted over every namespace (fts_count_terms unscoped), whether this namespace holds it.
+SELECT EXISTS (
+    SELECT 1 FROM (SELECT rowid AS rid FROM recall_fts WHERE recall_fts MATCH :match LIMIT :cap) AS f
+    CROSS JOIN recall_docs AS d ON d.id = f.rid
+    WHERE d.namespace = :namespace
+);
+
 -- name: fts_version
 -- The version of the full-text index: FTS5's structure record, rewritten by every committed
 -- change to the index (hlmem.fts.TermCounts remembers term counts while it stays the same).
