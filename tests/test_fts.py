@@ -64,6 +64,12 @@ async def index(store: Store, items: list[FtsItem]) -> None:
         await tx.executemany(FTS_INSERT, [fts_row(*item) for item in items])
 
 
+def filler(namespace: str) -> list[FtsItem]:
+    """60 events of ``namespace``: put in the namespace searched, they make it large (more
+    than 1/8 of the rows: searched without its token); elsewhere, they make it small."""
+    return [("event", f"fill{i}", namespace, f"填充 {i}") for i in range(60)]
+
+
 async def ids(store: Store, query: str, namespace: str = "default", **kw: Any) -> list[str]:
     return [hit.item_id for hit in await fts_search(store, namespace, query, **kw)]
 
@@ -190,8 +196,7 @@ async def test_namespaces_never_leak(store: Store, big: bool) -> None:
     items: list[FtsItem] = []
     for n, name in enumerate(names):
         items += [("claim", f"{n}-{i}", name, f"共同的主题 {name} {i}") for i in range(3)]
-    filler = "a" if big else "filler"
-    items += [("event", f"fill{i}", filler, f"填充 {i}") for i in range(60)]
+    items += filler("a" if big else "filler")
     await index(store, items)
     for n, name in enumerate(names):
         found = await ids(store, "主题", name, limit=100)
@@ -392,8 +397,7 @@ async def test_match_ids_finds_what_mentions_every_term_newest_first(
         ("claim", "other", "team", "Grace Lee likes the wall"),
         ("claim", "elsewhere", "home", "长城 Grace Nelson"),
     ]
-    filler = "team" if big else "filler"
-    items += [("event", f"fill{i}", filler, f"填充 {i}") for i in range(60)]
+    items += filler("team" if big else "filler")
     await index(store, items)
     for name, want in [("长城", ["zh-2", "zh-1"]), ("Grace Nelson", ["en-2", "en-1"])]:
         terms = query_terms(name)
@@ -484,8 +488,7 @@ async def test_another_namespace_never_decides_how_a_compound_is_searched(
         ("event", "here-zh", "here", "计费 billing api 昨晚宕机"),
         ("claim", "there", "there", "billing-api owner is Tom 负责"),
     ]
-    filler = "here" if big else "elsewhere"
-    items += [("event", f"fill{i}", filler, f"填充 {i}") for i in range(60)]
+    items += filler("here" if big else "elsewhere")
     await index(store, items)
     assert set(await ids(store, "billing-api", "here")) == {"here-en", "here-zh"}
     assert await ids(store, "billing-api", "there") == ["there"]

@@ -41,6 +41,16 @@ async def say(mem: Memory, clock: ManualClock, when: datetime, *lines: str, ns: 
     await mem.drain(timeout_s=30)
 
 
+async def told(mem: Memory, *lines: str | tuple[str, str]) -> None:
+    """Each line (text, or (session, text); session "s" by default) as an event, then the
+    pipeline drained."""
+    for line in lines:
+        session, text = line if isinstance(line, tuple) else ("s", line)
+        await mem.add_event(session, text)
+    await mem.flush()
+    await mem.drain(timeout_s=30)
+
+
 def top(result: RecallResult, kind: str = "claim") -> str:
     items = [i for i in result.items if i.kind == kind]
     assert items, (result.query, [(i.kind, i.text) for i in result.items])
@@ -239,10 +249,7 @@ async def test_the_speaker_is_no_entity_and_names_are_whole_words(db_path: Path)
 
 async def test_two_character_chinese_query(db_path: Path) -> None:
     async with hlmem.open(db_path, config=fast_config()) as mem:
-        await mem.add_event("s", "我们下周要去北京出差，住在朝阳区")
-        await mem.add_event("s", "记住：我的界面主题是深色")
-        await mem.flush()
-        await mem.drain(timeout_s=30)
+        await told(mem, "我们下周要去北京出差，住在朝阳区", "记住：我的界面主题是深色")
         beijing = await mem.recall("北京")
         theme = await mem.recall("主题")
     assert any("北京" in i.text for i in beijing.items)
@@ -253,11 +260,12 @@ async def test_a_hyphenated_name_finds_text_that_spells_it_apart(db_path: Path) 
     """The full-text channel asks for "billing-api" as one glued token and, since no item
     holds it, as the phrase "billing api"; a hyphenated query of a spaced name, zh and en."""
     async with hlmem.open(db_path, config=fast_config()) as mem:
-        await mem.add_event("s", "记住：billing api 的负责人是张三")
-        await mem.add_event("s", "Remember: the payment gateway team owns the billing api")
-        await mem.add_event("s", "api billing notes are unrelated to this")
-        await mem.flush()
-        await mem.drain(timeout_s=30)
+        await told(
+            mem,
+            "记住：billing api 的负责人是张三",
+            "Remember: the payment gateway team owns the billing api",
+            "api billing notes are unrelated to this",
+        )
         # the compound is the only search term of either query (the rest are stop words)
         zh = await mem.recall("billing-api 呢？")
         en = await mem.recall("what is billing-api?")
@@ -268,7 +276,7 @@ async def test_a_hyphenated_name_finds_text_that_spells_it_apart(db_path: Path) 
 
 
 @pytest.mark.parametrize(
-    ("claim", "event", "question", "told"),
+    ("claim", "event", "question", "about"),
     [
         (
             "记住：我在北京大学读研究生",
@@ -286,19 +294,16 @@ async def test_a_hyphenated_name_finds_text_that_spells_it_apart(db_path: Path) 
     ids=["zh", "en"],
 )
 async def test_the_entity_constraint_keeps_events_that_mention_the_name(
-    db_path: Path, claim: str, event: str, question: str, told: str
+    db_path: Path, claim: str, event: str, question: str, about: str
 ) -> None:
     """A question naming a known entity keeps to what is about it: its claims and whatever
     mentions it, raw events included (an event body holds a long Han name only as n-grams)."""
     async with hlmem.open(db_path, config=fast_config()) as mem:
-        await mem.add_event("s1", claim)
-        await mem.add_event("s2", event)
-        await mem.flush()
-        await mem.drain(timeout_s=30)
+        await told(mem, ("s1", claim), ("s2", event))
         result = await mem.recall(question)
     assert result.query.entities, result.query
     events = [i.text for i in result.items if i.kind == "event"]
-    assert any(told in text for text in events), [(i.kind, i.text) for i in result.items]
+    assert any(about in text for text in events), [(i.kind, i.text) for i in result.items]
 
 
 @pytest.mark.parametrize(
@@ -351,10 +356,11 @@ async def test_untrusted_events_stay_out_unless_asked(db_path: Path) -> None:
 
 async def test_events_are_episodic_memory_without_claims(db_path: Path) -> None:
     async with hlmem.open(db_path, config=fast_config()) as mem:
-        await mem.add_event("s", "昨天的会议上我们决定把发布推迟到十月。")
-        await mem.add_event("s", "The release was postponed because QA found a data race.")
-        await mem.flush()
-        await mem.drain(timeout_s=30)
+        await told(
+            mem,
+            "昨天的会议上我们决定把发布推迟到十月。",
+            "The release was postponed because QA found a data race.",
+        )
         zh = await mem.recall("发布推迟")
         en = await mem.recall("why was the release postponed?")
     assert top(zh, "event").startswith("昨天的会议")
