@@ -268,21 +268,10 @@ def fts_search_sync(
 
     phrases = _phrases(terms, every)
     counts = count(phrases)
-    if apart:  # a glued compound that no item of the namespace holds: its parts as a phrase
-
-        def absent(pos: int, n: int, scoped: int) -> bool:
-            # counted over every namespace (unscoped): does this one hold any of those rows?
-            here = {"match": f"body : ({phrases[pos]})", "namespace": namespace, "cap": n}
-            return not n or not (scoped or reader.fetchall("fts_held_here", here)[0][0])
-
-        if every:
-            empty = list(terms) if absent(*counts[0]) else []
-        else:
-            empty = [terms[c[0]] for c in counts if terms[c[0]] in apart and absent(*c)]
-        spaced = {term: apart[term] for term in empty if term in apart}
-        if spaced:
-            phrases = _phrases(terms, every, spaced)
-            counts = count(phrases)
+    spaced = _absent(reader, namespace, terms, phrases, counts, apart, every) if apart else {}
+    if spaced:
+        phrases = _phrases(terms, every, spaced)
+        counts = count(phrases)
     head = f"{token} AND body : (" if counts[0][2] else "body : ("
     # Rarest first (ties in query order), while the running total stays under the cap.
     ranked, total = [], 0
@@ -302,6 +291,31 @@ def fts_search_sync(
         newest.sort(key=lambda r: -r[2])
         rows += [(r[0], r[1], 0.0) for r in newest]
     return fts_hits(rows, limit=limit)
+
+
+def _absent(
+    reader: SyncReader,
+    namespace: str,
+    terms: Sequence[str],
+    phrases: Sequence[str],
+    counts: Sequence[tuple[int, int, int]],
+    apart: Mapping[str, str],
+    every: bool,
+) -> dict[str, str]:
+    """The glued compounds of ``apart`` among ``terms`` that no item of ``namespace`` holds
+    (with ``every``: all of them, when nothing there matches every term), with their parts.
+    ``counts`` are ``fts_count_terms``' rows for ``phrases``; a count taken over every
+    namespace (not scoped) is checked against the namespace's own rows."""
+
+    def absent(pos: int, n: int, scoped: int) -> bool:
+        here = {"match": f"body : ({phrases[pos]})", "namespace": namespace, "cap": n}
+        return not n or not (scoped or reader.fetchall("fts_held_here", here)[0][0])
+
+    if every:
+        empty = list(terms) if absent(*counts[0]) else []
+    else:
+        empty = [terms[c[0]] for c in counts if terms[c[0]] in apart and absent(*c)]
+    return {term: apart[term] for term in empty if term in apart}
 
 
 def _phrases(
