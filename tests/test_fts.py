@@ -495,3 +495,27 @@ async def test_another_namespace_never_decides_how_a_compound_is_searched(
     apart = spelled_apart("billing-api")
     found = await match_ids(store, "here", ["billingapi"], limit=10, apart=apart)
     assert {item_id for _, item_id in found} == {"here-en", "here-zh"}
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3, 5])
+async def test_joining_only_the_best_rows_finds_what_joining_every_row_finds(
+    store: Store, limit: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ranked search of many rows joins only the index's best 2 * limit to recall_docs,
+    running the full join when too few of those are the namespace's (here the best rows are
+    another namespace's, told more often): the same items, in the same order, either way."""
+    import hlmem.fts as fts
+
+    items: list[FtsItem] = []
+    for i in range(12):
+        items.append(("claim", f"loud-{i}", "there", f"磁盘 磁盘 磁盘 disk disk full {i}"))
+        items.append(("event", f"quiet-{i}", "here", f"磁盘满了 disk {i} 号机器"))
+        items.append(("claim", f"mid-{i}", "here", f"磁盘 disk disk 告警 {i}"))
+    await index(store, items)
+    for namespace in ("here", "there"):
+        for query in ("磁盘", "disk 告警", "磁盘 disk"):
+            monkeypatch.setattr(fts, "JOIN_LATER_PER_ITEM", 10**9)  # always the full join
+            joined = await ids(store, query, namespace, limit=limit)
+            monkeypatch.setattr(fts, "JOIN_LATER_PER_ITEM", 0)  # always the best rows first
+            later = await ids(store, query, namespace, limit=limit)
+            assert later == joined and len(joined) == limit, (namespace, query)

@@ -234,8 +234,9 @@ def fts_search_sync(
     ``rank_rows`` (``fts_count_terms``: a doclist walk that stops there), and:
 
     - the terms whose rows together number at most ``rank_rows``, rarest first, are ranked
-      with bm25 (``fts_ranked``); when that is every term (always, in a store of at most
-      ``rank_rows`` rows) this is the plain full-text search;
+      with bm25 (``fts_ranked``, or its best rows first: :func:`_ranked_rows`); when that is
+      every term (always, in a store of at most ``rank_rows`` rows) this is the plain
+      full-text search;
     - the other, common, terms only fill the list when it is short: with the newest items
       matching any term, unranked (score 0), after the ranked ones (``fts_newest``). A query
       whose terms are all common gets only these. Not with ``allow``: the walk back would
@@ -274,23 +275,49 @@ def fts_search_sync(
         counts = count(phrases)
     head = f"{token} AND body : (" if counts[0][2] else "body : ("
     # Rarest first (ties in query order), while the running total stays under the cap.
-    ranked, total = [], 0
+    ranked, total, running = [], 0, 0
     for pos, n, _ in sorted(counts, key=lambda c: (c[1], c[0])):
-        total += n
-        if total < rank_rows + 1:
+        running += n
+        if running < rank_rows + 1:
             ranked.append(pos)
+            total = running
     scope = {"namespace": namespace, "kind": kind, "limit": limit}
     rows: list[Any] = []
     if ranked:
         match = head + " OR ".join(phrases[pos] for pos in sorted(ranked)) + ")"
         allowed = None if allow is None else json.dumps(sorted(allow), ensure_ascii=False)
-        rows = reader.fetchall("fts_ranked", {**scope, "match": match, "allow": allowed})
+        params = {**scope, "match": match, "allow": allowed}
+        rows = _ranked_rows(reader, params, limit, total)
     if len(ranked) < len(phrases) and allow is None and len(rows) < limit:
         match = head + " OR ".join(phrases) + ")"
         newest = reader.fetch_packed("fts_newest", {**scope, "match": match})
         newest.sort(key=lambda r: -r[2])
         rows += [(r[0], r[1], 0.0) for r in newest]
     return fts_hits(rows, limit=limit)
+
+
+#: a ranked search of at least this many rows per item kept joins only its best rows first
+JOIN_LATER_PER_ITEM = 4
+
+
+def _ranked_rows(reader: SyncReader, params: dict[str, Any], limit: int, rows: int) -> list[Any]:
+    """Tier 1's rows (kind, item id, rank), best first: those of ``fts_ranked`` for
+    ``params``, in its order. ``rows`` is how many rows the ranked terms match (at most).
+
+    ``fts_ranked`` joins every matching row to ``recall_docs`` (its namespace, kind and id,
+    ~3 µs a row) before it keeps the best ``limit``. When the terms match many rows, the
+    index's best ``2 * limit`` are taken alone (``fts_ranked_top``) and only they are joined
+    (``fts_docs``); if fewer than ``limit`` of them are the namespace's (or allowed, or of the
+    kind asked for) while more rows matched, the joined search runs after all."""
+    if rows < JOIN_LATER_PER_ITEM * limit:
+        return reader.fetchall("fts_ranked", params)
+    top = reader.fetchall("fts_ranked_top", {"match": params["match"], "n": 2 * limit})
+    ids = json.dumps([r[0] for r in top])
+    docs = {r[0]: r for r in reader.fetchall("fts_docs", {**params, "ids": ids})}
+    found = [(docs[rid][1], docs[rid][2], rank) for rid, rank in top if rid in docs]
+    if len(found) >= limit or len(top) < 2 * limit:
+        return found[:limit]
+    return reader.fetchall("fts_ranked", params)  # the best rows are mostly elsewhere
 
 
 def _absent(

@@ -60,6 +60,19 @@ WHERE d.namespace = :namespace AND (:kind IS NULL OR d.kind = :kind)
 ORDER BY f.rank, f.rowid
 LIMIT :limit;
 
+-- name: fts_ranked_top
+-- Tier 1's first :n rows by bm25 (equal scores in rowid order) from the full-text index alone,
+-- without joining recall_docs (hlmem.fts._ranked_rows joins only these, with fts_docs).
+SELECT rowid, rank FROM recall_fts(:match) ORDER BY rank, rowid LIMIT :n;
+
+-- name: fts_docs
+-- Of the recall_fts rows :ids (JSON array of rowids), those of :namespace (and :kind, and
+-- :allow as in fts_ranked), with their kind and item id: rows [rowid, kind, item_id].
+SELECT d.id, d.kind, d.item_id FROM recall_docs AS d
+WHERE d.id IN (SELECT value FROM json_each(:ids)) AND d.namespace = :namespace
+  AND (:kind IS NULL OR d.kind = :kind)
+  AND (:allow IS NULL OR d.item_id IN (SELECT value FROM json_each(:allow)));
+
 -- name: fts_newest
 -- Tier 2: the newest items of the namespace matching :match (any term), unranked: FTS5 walks
 -- its doclists backwards and stops at the limit. Packed (SyncReader.fetch_packed): rows
