@@ -499,12 +499,13 @@ async def test_another_namespace_never_decides_how_a_compound_is_searched(
 
 @pytest.mark.parametrize("limit", [1, 2, 3, 5])
 async def test_joining_only_the_best_rows_finds_what_joining_every_row_finds(
-    store: Store, limit: int, monkeypatch: pytest.MonkeyPatch
+    store: Store, limit: int
 ) -> None:
-    """A ranked search of many rows joins only the index's best 2 * limit to recall_docs,
-    running the full join when too few of those are the namespace's (here the best rows are
-    another namespace's, told more often): the same items, in the same order, either way."""
-    import hlmem.fts as fts
+    """A ranked search of many rows (here 24-36 for a limit of at most 5) joins only the
+    index's best 2 * limit to recall_docs, and runs the full join (``fts_ranked``) when too
+    few of those are the namespace's: here the best rows are another namespace's, told more
+    often. Either way, the items and their order are those of the full join."""
+    from hlmem.segment import query_terms
 
     items: list[FtsItem] = []
     for i in range(12):
@@ -512,10 +513,12 @@ async def test_joining_only_the_best_rows_finds_what_joining_every_row_finds(
         items.append(("event", f"quiet-{i}", "here", f"磁盘满了 disk {i} 号机器"))
         items.append(("claim", f"mid-{i}", "here", f"磁盘 disk disk 告警 {i}"))
     await index(store, items)
-    for namespace in ("here", "there"):
-        for query in ("磁盘", "disk 告警", "磁盘 disk"):
-            monkeypatch.setattr(fts, "JOIN_LATER_PER_ITEM", 10**9)  # always the full join
-            joined = await ids(store, query, namespace, limit=limit)
-            monkeypatch.setattr(fts, "JOIN_LATER_PER_ITEM", 0)  # always the best rows first
-            later = await ids(store, query, namespace, limit=limit)
-            assert later == joined and len(joined) == limit, (namespace, query)
+    for namespace in ("here", "there"):  # both hold over 1/8 of the rows: matched unscoped
+        for query in ("磁盘", "磁盘 disk"):
+            match = "body : (" + " OR ".join(f'"{t}"' for t in query_terms(query)) + ")"
+            params = {"match": match, "namespace": namespace, "kind": None, "allow": None}
+            full = await store.read(
+                lambda r, p=params: r.fetchall("fts_ranked", {**p, "limit": limit})
+            )
+            assert len(full) == limit
+            assert await ids(store, query, namespace, limit=limit) == [r[1] for r in full]
