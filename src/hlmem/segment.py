@@ -319,20 +319,24 @@ def _query_cached(text: str, generation: int) -> tuple[tuple[str, str | None], .
     return tuple(seen.items())[:MAX_QUERY_TERMS]
 
 
+def _query(text: str) -> tuple[tuple[str, str | None], ...]:
+    """A query's (term, parts or None) pairs, cached: what query_terms and spelled_apart read."""
+    return _query_cached(text[: _CACHE_MAX_CHARS * 8], _segmenter.generation)
+
+
 def query_terms(text: str) -> list[str]:
     """The distinct search terms of a query, in order, stop words dropped (at most
     :data:`MAX_QUERY_TERMS`). A compound is one glued token ("e-mail" -> "email",
     "2024-05-01" -> "20240501"), or, with a dotted number in it, a term of several tokens
     matched as a phrase ("v1.2-beta" -> "v1.2 beta")."""
-    return [term for term, _ in _query_cached(text[: _CACHE_MAX_CHARS * 8], _segmenter.generation)]
+    return [term for term, _ in _query(text)]
 
 
 def spelled_apart(text: str) -> dict[str, str]:
     """The glued compound terms of a query (:func:`query_terms`) with their parts as a phrase
     ("billing-api": ``{"billingapi": "billing api"}``): what full-text search asks for instead
     when no item holds the glued token, because the stored text spells it with spaces."""
-    cached = _query_cached(text[: _CACHE_MAX_CHARS * 8], _segmenter.generation)
-    return {term: spaced for term, spaced in cached if spaced is not None}
+    return {term: spaced for term, spaced in _query(text) if spaced is not None}
 
 
 def quote(term: str) -> str:
