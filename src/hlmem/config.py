@@ -40,7 +40,7 @@ class StoreConfig(_Section):
     load_vec: bool = True
     busy_timeout_ms: int = Field(10_000, ge=0)
     iter_chunk_size: int = Field(256, ge=1)
-    # WAL frames (pages) after which the writer restarts the WAL (hlmem.store.Checkpointer)
+    # WAL frames (pages) after which the writer restarts the WAL (hlmem.wal.Checkpointer)
     wal_restart_frames: int = Field(4096, ge=1)
 
 

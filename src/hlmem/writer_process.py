@@ -14,7 +14,7 @@ pragmas as the parent's store. Two things differ, both for speed and neither vis
 file: the rows are bound row by row (``transact_sync(json_rows=False)``; the JSON-array insert
 exists only to spare the thread GIL hand-backs, and costs SQLite ~3x more), and WAL checkpoints
 run on a second connection in a thread of the child instead of inside whichever commit crosses
-1,000 pages (:class:`hlmem.store.Checkpointer`, as in the parent's store). The parent resolves
+1,000 pages (:class:`hlmem.wal.Checkpointer`, as in the parent's store). The parent resolves
 its submitters' futures only after the child's reply, so an acknowledged event is still
 durable. The child is the only *ingest* writer; the pipeline's transactions keep using the
 store's writer connection in the parent, and SQLite's ``BEGIN IMMEDIATE`` plus
@@ -74,7 +74,8 @@ from hlmem.childio import (
 from hlmem.config import StoreConfig
 from hlmem.errors import ImmutableEvent, SchemaError, StoreBusy, StoreError
 from hlmem.ingest import EventWriter
-from hlmem.store import Checkpointer, _Errors, connect_sync, sqlite_module, transact_sync
+from hlmem.store import _Errors, connect_sync, sqlite_module, transact_sync
+from hlmem.wal import Checkpointer
 
 log = logging.getLogger(__name__)
 
