@@ -102,8 +102,8 @@ class Checkpointer(threading.Thread):
             self._conn.close()
 
     def _checkpoint(self) -> bool:
-        """A passive checkpoint; when the WAL is due a restart, more of them, until one
-        copies little. Whether the writer should catch up (the WAL still holds
+        """A passive checkpoint; when the WAL is due a restart, more of them, until a pass
+        finds nothing new to copy. Whether the writer should catch up (the WAL still holds
         ``restart_frames``)."""
         frames, copied = self._passive()
         for _ in range(CATCH_UP_PASSES - 1):
