@@ -50,7 +50,8 @@ from typing import Any
 import hlmem
 from hlmem.config import load_config
 from hlmem.providers import estimate_tokens
-from hlmem.sim_provider import SimProvider, SimSettings
+from hlmem.sim_provider import SimProvider
+from hlmem.sim_state import SimSettings
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 MAX_CALLS_PER_EVENT = 0.2

@@ -40,7 +40,8 @@ from hlmem.config import load_config
 from hlmem.gateway import Gateway
 from hlmem.ops import percentile
 from hlmem.providers import ChatMessage, ChatRequest, build_chat
-from hlmem.sim_provider import SimProvider, SimSettings
+from hlmem.sim_provider import SimProvider
+from hlmem.sim_state import SimSettings
 from hlmem.store import Store
 
 LATENCY_MS = 200.0

@@ -47,7 +47,8 @@ from hlmem.errors import (
 from hlmem.gateway import Gateway, load_plugin_presets, redact, retry_after_s
 from hlmem.ops import ops_report, render
 from hlmem.providers import EmbedRequest, RerankRequest
-from hlmem.sim_provider import SimProvider, SimSettings
+from hlmem.sim_provider import SimProvider
+from hlmem.sim_state import SimSettings
 from hlmem.store import Store
 
 pytestmark = pytest.mark.anyio

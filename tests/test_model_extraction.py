@@ -19,7 +19,8 @@ from hlmem.clock import ManualClock
 from hlmem.config import Config
 from hlmem.memory import Memory
 from hlmem.messages import OriginClass, SessionKind, WindowClosed
-from hlmem.sim_provider import SimProvider, SimSettings
+from hlmem.sim_provider import SimProvider
+from hlmem.sim_state import SimSettings
 
 pytestmark = pytest.mark.anyio
 

@@ -19,7 +19,8 @@ from hlmem.config import Config
 from hlmem.embedding import DEFAULT_DIM, LocalEmbedder
 from hlmem.errors import ConfigError
 from hlmem.messages import RecallResult
-from hlmem.sim_provider import SimProvider, SimSettings
+from hlmem.sim_provider import SimProvider
+from hlmem.sim_state import SimSettings
 
 pytestmark = pytest.mark.anyio
 

@@ -40,7 +40,8 @@ from hlmem.providers import (
     parse_embed,
     parse_rerank,
 )
-from hlmem.sim_provider import SimProvider, SimSettings
+from hlmem.sim_provider import SimProvider
+from hlmem.sim_state import SimSettings
 
 T0 = datetime(2024, 5, 3, 9, 30, tzinfo=UTC)
 EMBED_BODY = build_embed("sim", EmbedRequest(model="sim-embed", inputs=("hello",)))[1]

@@ -321,7 +321,8 @@ async def cmd_sim_provider(args: argparse.Namespace, cfg: Config) -> int:
     from pydantic import ValidationError
 
     from hlmem.errors import ConfigError
-    from hlmem.sim_provider import SimProvider, SimSettings
+    from hlmem.sim_provider import SimProvider
+    from hlmem.sim_state import SimSettings
 
     try:
         fields = {k: v for k, v in vars(args).items() if k in SimSettings.model_fields}

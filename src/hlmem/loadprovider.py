@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from hlmem.config import Config, PriceConfig, ProviderConfig, load_config
 from hlmem.errors import ConfigError, HlmemError
 from hlmem.pipeline import needs_gateway
-from hlmem.sim_provider import SimSettings, SimStats
+from hlmem.sim_state import SimSettings, SimStats
 
 SIM_PROVIDER = "sim"
 SIM_MODEL = "sim-chat"

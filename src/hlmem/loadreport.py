@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from hlmem.sim_provider import SimStats
+from hlmem.sim_state import SimStats
 
 #: the stages of the write path, in order (maintenance is periodic, not on the path)
 WRITE_STAGES = ("windower", "extractor", "admission", "dedup", "conflict", "embedder")

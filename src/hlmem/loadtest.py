@@ -59,7 +59,7 @@ from hlmem.loadreport import (
 )
 from hlmem.memory import Memory
 from hlmem.memory import open as open_memory
-from hlmem.sim_provider import SimSettings, SimStats
+from hlmem.sim_state import SimSettings, SimStats
 
 log = logging.getLogger(__name__)
 
