@@ -10,6 +10,7 @@ import sys
 import pytest
 from atom_pairs import MUST_MERGE, MUST_NOT_MERGE
 
+from hlmem.atom_spans import zh_number
 from hlmem.atoms import (
     SIMILARITY_THRESHOLD,
     Atoms,
@@ -18,7 +19,6 @@ from hlmem.atoms import (
     entities_of,
     same_fact,
     similarity,
-    zh_number,
 )
 from hlmem.text import language_of
 

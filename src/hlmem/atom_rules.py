@@ -3,8 +3,9 @@
 Units, currencies, Chinese numerals, month and weekday names, relative dates, negation cues,
 surnames, titles, relations, known names, stop and filler words, and the regular expressions
 built from them, compiled once at import. The code that applies them (in a fixed order,
-earlier families masking later ones) is :mod:`hlmem.atoms`. Public names are read there;
-underscored ones only build the patterns here.
+earlier families masking later ones) is :mod:`hlmem.atom_spans` (the atoms' spans),
+:mod:`hlmem.atom_words` (negations and names) and :mod:`hlmem.atoms` (the analysis that joins
+them). Public names are read there; underscored ones only build the patterns here.
 """
 
 from __future__ import annotations

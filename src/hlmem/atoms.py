@@ -15,61 +15,41 @@ English and from jieba's part-of-speech tags plus patterns in Chinese. Tagging i
 depends on context, so names are checked by *presence*: a name found in one claim must occur
 in the other claim's text, however it was tagged there.
 
-The word lists, lexicons and compiled patterns live in :mod:`hlmem.atom_rules`; this module
-holds the code: span extraction and canonical forms, negation cues, names, similarity and the
-public API. It keeps no state but bounded ``lru_cache`` tables of per-text features. It is
-synchronous and CPU-bound (jieba); async callers with volume run it in a worker thread. It
-does no I/O and imports nothing from stages or the store.
+The word lists, lexicons and compiled patterns live in :mod:`hlmem.atom_rules`; span
+extraction and canonical forms in :mod:`hlmem.atom_spans`; contractions, negation cues,
+tagged words and names in :mod:`hlmem.atom_words`. This module holds the :class:`Atoms`
+record, the per-text analysis that combines them, similarity and the public API. It keeps no
+state but bounded ``lru_cache`` tables of per-text features. It is synchronous and CPU-bound
+(jieba); async callers with volume run it in a worker thread. It does no I/O and imports
+nothing from stages or the store.
 """
 
 from __future__ import annotations
 
-import re
-import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from itertools import pairwise
-from types import ModuleType
 from typing import NamedTuple
 
-from hlmem import atom_rules, langdata
-from hlmem.text import nfkc, normalize
+from hlmem import atom_rules, atom_spans, atom_words
+from hlmem.atom_spans import Span, overlaps
+from hlmem.atom_words import Entity, Word
+from hlmem.text import normalize
 
 #: Default merge threshold for :func:`similarity`, calibrated on ``tests/atom_pairs.py``.
 SIMILARITY_THRESHOLD = 0.78
 
 _CACHE_TEXTS = 4096  # texts per feature cache (~6 kB each): the claims of a few busy subjects
 
-# --- records ---------------------------------------------------------------------------------
-
-
-class _Span(NamedTuple):
-    start: int
-    end: int
-    family: str  # an Atoms field name
-    canon: str
-
-
-class _Word(NamedTuple):
-    start: int
-    word: str
-    flag: str  # jieba POS flag for CJK words; "eng" Latin; "c" 、; "x" punctuation
-
-
-class _Entity(NamedTuple):
-    start: int
-    surface: str
-    kind: str
-    strong: bool  # False: guarded by the gate only (a capitalised first word, a Latin term)
-
 
 class _Analysis(NamedTuple):
-    spans: tuple[_Span, ...]
-    words: tuple[_Word, ...]
+    """The features of one text, from its atom spans, words, negation cues and names."""
+
+    spans: tuple[Span, ...]
+    words: tuple[Word, ...]
     negations: tuple[str, ...]
-    entities: tuple[_Entity, ...]
+    entities: tuple[Entity, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,460 +83,18 @@ _SET_FAMILIES = (
     ("identifiers", "identifier"),
 )
 
-# --- numbers ---------------------------------------------------------------------------------
-
-
-def zh_number(text: str) -> int | None:
-    """The value of a Chinese numeral ("三" 3, "十五" 15, "两千" 2000, "三千五" 3500)."""
-    if not text or any(c not in atom_rules.NUM_ZH for c in text):
-        return None
-    if all(c in atom_rules.DIGIT_ZH for c in text):  # positional: 二〇二四
-        return int("".join(str(atom_rules.DIGIT_ZH[c]) for c in text))
-    total = section = 0
-    digit: int | None = None
-    last_unit, after_zero = 1, False
-    for ch in text:
-        if ch in atom_rules.DIGIT_ZH:
-            if digit:
-                return None  # "三四十": not one number
-            digit, after_zero = atom_rules.DIGIT_ZH[ch], after_zero or ch in "零〇"
-        elif ch in atom_rules.SMALL_UNIT_ZH:
-            last_unit = atom_rules.SMALL_UNIT_ZH[ch]
-            section += (1 if digit is None else digit) * last_unit
-            digit, after_zero = None, False
-        else:
-            last_unit = atom_rules.BIG_UNIT_ZH[ch]
-            total += (section + (digit or 0)) * last_unit
-            section, digit, after_zero = 0, None, False
-    if digit is not None:
-        # Colloquial "三千五" is 3500 and "两万五" 25000, but "一百零五" is 105.
-        section += digit if after_zero or last_unit == 1 else digit * last_unit // 10
-    return total + section
-
-
-def _int(text: str | None) -> int | None:
-    if not text:
-        return None
-    return int(text) if text.isdigit() else zh_number(text)
-
-
-def _decimal(text: str) -> Decimal | None:
-    try:
-        return Decimal(text.replace(",", ""))
-    except InvalidOperation:
-        value = zh_number(text)
-        return None if value is None else Decimal(value)
-
-
-# --- extraction ------------------------------------------------------------------------------
-
-
-def _overlaps(spans: list[_Span], start: int, end: int) -> bool:
-    return any(s.start < end and start < s.end for s in spans)
-
-
-def _scan(
-    pattern: re.Pattern[str],
-    text: str,
-    spans: list[_Span],
-    family: str,
-    canon_of: Callable[[re.Match[str]], str],
-) -> None:
-    for m in pattern.finditer(text):
-        group = "x" if m.groupdict().get("x") else "x2" if m.groupdict().get("x2") else 0
-        start, end = m.span(group)
-        while start < end and text[start] == " ":
-            start += 1
-        while end > start and text[end - 1] == " ":
-            end -= 1
-        if start < end and not _overlaps(spans, start, end):
-            canon = canon_of(m)
-            if canon:
-                spans.append(_Span(start, end, family, canon))
-
-
-def _canon_url(m: re.Match[str]) -> str:
-    url = m.group(0).rstrip(".,;:!?")
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        scheme, rest = "", url
-    host, slash, path = rest.partition("/")
-    out = (f"{scheme.lower()}://" if scheme else "") + host.lower() + slash + path
-    return out.rstrip("/")
-
-
-def _canon_path(m: re.Match[str]) -> str:
-    path = m.group(0).rstrip(".,;:!?")
-    return path.rstrip("/") or path
-
-
-def _canon_date_iso(m: re.Match[str]) -> str:
-    year, _, month, day = m.groups()
-    if not 1 <= int(month) <= 12 or (day and not 1 <= int(day) <= 31):
-        return ""
-    return f"{year}-{int(month):02d}" + (f"-{int(day):02d}" if day else "")
-
-
-def _canon_date_zh(m: re.Match[str]) -> str:
-    year, month, day, year_only, day_only = m.groups()
-    if year_only:
-        return str(_int(year_only))
-    if day_only:
-        d = _int(day_only)
-        return f"?-?-{d:02d}" if d and 1 <= d <= 31 else ""
-    mo, d, y = _int(month), _int(day), _int(year)
-    if mo is None or not 1 <= mo <= 12 or (d is not None and not 1 <= d <= 31):
-        return ""
-    ys = "?" if y is None else str(y + 2000 if y < 100 else y)
-    return f"{ys}-{mo:02d}" + (f"-{d:02d}" if d is not None else "")
-
-
-def _canon_date_en(m: re.Match[str]) -> str:
-    g = m.groupdict()
-    month = atom_rules.MONTHS[(g["m1"] or g["m2"] or g["m3"] or g["m4"]).capitalize()]
-    day, year = g["d1"] or g["d2"], g["y1"] or g["y2"] or g["y3"]
-    if day and not 1 <= int(day) <= 31:
-        return ""
-    return f"{year or '?'}-{month:02d}" + (f"-{int(day):02d}" if day else "")
-
-
-def _canon_time(m: re.Match[str]) -> str:
-    g = m.groupdict()
-    if g["word"]:
-        return "12:00" if g["word"].lower() == "noon" else "00:00"
-    minute = 0
-    if g["h"]:
-        hour, tail = _int(g["h"]), g["tail"] or ""
-        if hour is None or hour > 24 or (g["h"] == "一" and not g["pod"] and not tail):
-            return ""  # "一点" is usually "a little", not one o'clock
-        if tail == "半":
-            minute = 30
-        elif tail in ("一刻", "三刻"):
-            minute = 15 if tail == "一刻" else 45
-        elif tail not in ("", "钟", "整"):
-            minute = _int(tail.strip("过分")) or 0
-        meridiem = atom_rules.PODS_ZH.get(g["pod"] or "", "")
-    elif g["h2"]:
-        hour, minute = int(g["h2"]), int(g["m2"])
-        meridiem = (g["ap2"] or "")[:1].lower() or atom_rules.PODS_ZH.get(g["pod2"] or "", "")
-    else:
-        hour = int(g["h3"] or g["h4"])
-        meridiem = (g["ap3"] or "")[:1].lower()
-    if (meridiem == "p" and hour < 12) or (meridiem == "n" and hour <= 3):
-        hour += 12
-    elif meridiem == "a" and hour == 12:
-        hour = 0
-    return f"{hour:02d}:{minute:02d}" if minute < 60 else ""
-
-
-def _canon_weekday(m: re.Match[str]) -> str:
-    g = m.groupdict()
-    if g["d"]:
-        index = atom_rules.WEEKDAY_ZH[g["d"]]
-        pre = atom_rules.WEEK_PREFIX_ZH[(g["pre"] or "").rstrip("个")]
-    else:
-        name = (g["d2"] or g["d3"]).lower()[:3]
-        index = [d.lower() for d in atom_rules.WEEKDAYS].index(name)
-        pre = (g["pre2"] or "").lower()
-        pre = "every" if g["pl"] or pre == "every" else "" if pre == "on" else pre
-    return f"{pre} {atom_rules.WEEKDAYS[index]}".strip()
-
-
-def _canon_relative(m: re.Match[str]) -> str:
-    word = " ".join(m.group(0).lower().split())
-    return atom_rules.RELATIVE.get(word, word)
-
-
-def _canon_pod(m: re.Match[str]) -> str:
-    word = m.group(0).lower()
-    return atom_rules.POD_CANON.get(word, word)
-
-
-def _canon_version(m: re.Match[str]) -> str:
-    if m.group("x"):
-        pre = m.group("pre").strip()
-        named = pre[:1].isupper() or pre.lower() in atom_rules.VERSION_NAMES
-        return "v" + m.group("x") if named else ""
-    if m.group("x2"):
-        return "v" + m.group("x2")
-    return "v" + atom_rules.RE_V_PREFIX.sub("", m.group(0).lower())
-
-
-def _canon_number(m: re.Match[str]) -> str:
-    g = m.groupdict()
-    unit = (g["unit"] or "").strip()
-    unit = atom_rules.UNITS_ZH.get(unit) or atom_rules.UNITS_EN.get(unit.lower(), "")
-    cur = atom_rules.CURRENCY.get((g["cur"] or "").lower(), "")
-    if unit in ("¥", "$", "€", "£"):
-        cur, unit = unit, ""
-    value: Decimal | None
-    if g["pct"]:
-        value, unit = _decimal(g["pct"]), "%"
-    elif g["ord"] or g["eno"] or g["dord"]:
-        n = atom_rules.EN_ORDINALS.get((g["eno"] or "").lower()) or _int(g["ord"] or g["dord"])
-        return "" if n is None else f"#{n}{unit}"
-    elif g["en"]:
-        head, _, tail = g["en"].lower().partition("-")
-        value = Decimal(atom_rules.EN_NUMBERS[head] + atom_rules.ONES.get(tail, 0))
-    else:
-        multiplier = (g["mul"] or "").strip().lower()
-        if g["d"] and "." in g["d"] and not multiplier:
-            # Written decimals stay as written: "3.10" and "3.1" may be two versions.
-            return _number_text(cur, g["d"].replace(",", ""), unit)
-        value = _decimal(g["d"] or g["zh"] or g["zh2"] or "")
-        if value is not None and multiplier:
-            value *= atom_rules.MULTIPLIERS[multiplier]
-    if value is None:
-        return ""
-    return _number_text(cur, format(value.normalize(), "f"), unit)
-
-
-def _number_text(currency: str, value: str, unit: str) -> str:
-    """ "¥200", "30%", "5kg", "3杯", "25 people"."""
-    space = " " if unit.isalpha() and unit.isascii() and len(unit) > 2 else ""
-    return f"{currency}{value}{space}{unit}"
-
-
-def _spans(text: str) -> tuple[list[_Span], str]:
-    """Every atom span of ``text`` in order, and the text with the hiding spans blanked.
-
-    A span hides later families' matches and is blanked for word and name extraction, except
-    code identifiers and quotes, whose words still count as words and names.
-    """
-    spans: list[_Span] = []
-    _scan(atom_rules.RE_EMAIL, text, spans, "identifiers", lambda m: m.group(0).casefold())
-    _scan(atom_rules.RE_URL, text, spans, "paths", _canon_url)
-    _scan(
-        atom_rules.RE_HANDLE,
-        text,
-        spans,
-        "identifiers",
-        lambda m: m.group(0).rstrip(".").casefold(),
-    )
-    _scan(atom_rules.RE_DATE_ISO, text, spans, "dates", _canon_date_iso)
-    _scan(
-        atom_rules.RE_DATE_US,
-        text,
-        spans,
-        "dates",
-        lambda m: "/".join(str(int(g)) for g in m.groups()),
-    )
-    _scan(atom_rules.RE_PATH, text, spans, "paths", _canon_path)
-    _scan(atom_rules.RE_IP, text, spans, "identifiers", lambda m: m.group(0))
-    _scan(atom_rules.RE_DATE_ZH, text, spans, "dates", _canon_date_zh)
-    _scan(atom_rules.RE_DATE_EN, text, spans, "dates", _canon_date_en)
-    _scan(atom_rules.RE_WEEKDAY, text, spans, "weekdays", _canon_weekday)
-    _scan(atom_rules.RE_TIME, text, spans, "times", _canon_time)
-    _scan(atom_rules.RE_RELATIVE, text, spans, "dates", _canon_relative)
-    _scan(atom_rules.RE_POD, text, spans, "times", _canon_pod)
-    _scan(atom_rules.RE_VERSION, text, spans, "versions", _canon_version)
-    _scan(atom_rules.RE_NUMBER, text, spans, "numbers", _canon_number)
-    hiding = list(spans)
-    chars = list(text)
-    for s in hiding:
-        chars[s.start : s.end] = " " * (s.end - s.start)
-    for m in atom_rules.RE_IDENT.finditer(text):
-        if not _overlaps(hiding, m.start(), m.end()):
-            spans.append(_Span(m.start(), m.end(), "identifiers", m.group(0).casefold()))
-    for m in atom_rules.RE_QUOTE.finditer(text):
-        inner = normalize(next(g for g in m.groups() if g is not None))
-        if inner and not _overlaps(hiding, m.start() + 1, m.end() - 1):
-            spans.append(_Span(m.start(), m.end(), "quotes", inner))
-    spans.sort()
-    return spans, "".join(chars)
-
-
-def _negations(masked: str) -> tuple[str, ...]:
-    cues = [
-        atom_rules.NEGATIONS_ZH[m.group(0)]
-        for m in atom_rules.RE_NEG_ZH.finditer(atom_rules.RE_NEG_SKIP.sub(" ", masked))
-    ]
-    for m in atom_rules.RE_NEG_EN.finditer(masked):
-        cue = " ".join(m.group(0).lower().split())
-        cues.append(
-            "stop" if cue.startswith("stop") else atom_rules.NEGATIVE_WORDS_EN.get(cue, cue)
-        )
-    return tuple(sorted(cues))
-
-
-def _expand(text: str) -> str:
-    """NFKC without case folding (capitals mark names), single spaces, contractions spelled
-    out ("doesn't" -> "does not", "can't" -> "can not", "I'm" -> "I am")."""
-    text = " ".join(nfkc(text).split())
-    if "'" not in text and "’" not in text and "cannot" not in text.lower():
-        return text
-    text = atom_rules.RE_NOT.sub(
-        lambda m: f"{atom_rules.EXPANSIONS[m[1].lower()] if m[1] else m[2]} not", text
-    )
-    text = atom_rules.RE_CANNOT.sub("can not", text)
-    return atom_rules.RE_CONTRACTION.sub(
-        lambda m: f"{m[1]} {atom_rules.EXPANSIONS[m[2].lower()]}", text
-    )
-
-
-_pos_lock = threading.Lock()
-
-
-def load() -> None:
-    """Load the part-of-speech tagger now (its word-tag table and jieba's dictionary: ~0.3 s
-    once per process from :mod:`hlmem.langdata`'s cache, ~2 s without)."""
-    _posseg()
-
-
-@lru_cache(maxsize=1)
-def _posseg() -> ModuleType:
-    with _pos_lock:
-        langdata.load()  # initialises jieba.dt and imports the tagger
-    import jieba.posseg  # type: ignore[import-untyped]
-
-    posseg: ModuleType = jieba.posseg
-    return posseg
-
-
-def _cjk_words(run: str, offset: int) -> list[_Word]:
-    """jieba POS-tagged words of one CJK run; known names and 老王/王老师 kept whole."""
-    out: list[_Word] = []
-    pos = 0
-    for m in atom_rules.RE_CN_NAME.finditer(run):
-        out.extend(_tagged(run[pos : m.start()], offset + pos))
-        flag = "known" if m.lastgroup == "known" else "nr"
-        out.append(_Word(offset + m.start(), m.group(0), flag))
-        pos = m.end()
-    out.extend(_tagged(run[pos:], offset + pos))
-    return out
-
-
-def _tagged(run: str, offset: int) -> list[_Word]:
-    out: list[_Word] = []
-    if run:
-        for pair in _posseg().cut(run):
-            out.append(_Word(offset, pair.word, pair.flag))
-            offset += len(pair.word)
-    return out
-
 
 @lru_cache(maxsize=_CACHE_TEXTS)
 def _analyse(text: str) -> _Analysis:
-    text = _expand(text)
-    spans, masked = _spans(text)
-    words: list[_Word] = []
-    for m in atom_rules.RE_TOKEN.finditer(masked):
-        if m.lastgroup == "cjk":
-            words.extend(_cjk_words(m.group(0), m.start()))
-        else:
-            flag = {"lat": "eng", "conj": "c"}.get(m.lastgroup or "", "x")
-            words.append(_Word(m.start(), m.group(0), flag))
+    text = atom_words.expand(text)
+    spans, masked = atom_spans.find_spans(text)
+    words = atom_words.tag_words(masked)
     return _Analysis(
-        tuple(spans), tuple(words), _negations(masked), _entities(text, masked, words, spans)
+        tuple(spans),
+        tuple(words),
+        atom_words.negation_cues(masked),
+        atom_words.find_entities(text, masked, words, spans),
     )
-
-
-# --- entities --------------------------------------------------------------------------------
-
-
-def _entities(
-    text: str, masked: str, words: list[_Word], spans: list[_Span]
-) -> tuple[_Entity, ...]:
-    """Every name of the text in order, deduplicated case-insensitively (strong ones win)."""
-    found = _english_entities(masked) + _chinese_entities(words)
-    handles = [s for s in spans if s.family == "identifiers" and s.canon.startswith("@")]
-    if atom_rules.CJK_RUN.search(masked):
-        for w in words:  # Latin terms in Chinese text: "用 vim" vs "用 emacs"
-            low = w.word.lower()
-            if w.flag == "eng" and low not in atom_rules.STOP_EN and not low.isdigit():
-                found.append(_Entity(w.start, w.word, "other", False))
-    found += [
-        _Entity(m.start(), m[0], "person", False) for m in atom_rules.RE_RELATION.finditer(masked)
-    ]
-    found += [_Entity(s.start, text[s.start : s.end], "person", True) for s in handles]
-    out: dict[str, _Entity] = {}
-    for e in sorted(found):
-        key = e.surface.casefold()
-        if key in atom_rules.SPEAKER_SUBJECTS:
-            continue  # "User is based in Toronto": the speaker, the subject of most claims
-        if key not in out or (e.strong and not out[key].strong):
-            out[key] = e
-    return tuple(sorted(out.values()))
-
-
-def _english_entities(masked: str) -> list[_Entity]:
-    """Runs of capitalised words; a sentence's first word is strong only with evidence."""
-    out: list[_Entity] = []
-    caps = list(atom_rules.RE_CAP.finditer(masked))
-    i = 0
-    while i < len(caps):
-        run = [caps[i]]
-        while i + 1 < len(caps):
-            between = masked[run[-1].end() : caps[i + 1].start()]
-            if between != " " and between.strip().lower() not in atom_rules.NAME_CONNECTORS:
-                break
-            run.append(caps[i + 1])
-            i += 1
-        i += 1
-        while run and run[0].group(0).lower() in atom_rules.STOP_EN:
-            run.pop(0)  # "The Google team", "Mr Smith"
-        if not run:
-            continue
-        start, end = run[0].start(), run[-1].end()
-        name = masked[start:end]
-        kind = _english_kind(name)
-        before = masked[:start].rstrip()
-        initial = not before or before[-1] in atom_rules.SENTENCE_STARTERS
-        strong = not initial or len(run) > 1 or kind != "person" or _subject_like(masked[end:])
-        out.append(_Entity(start, name, kind, strong))
-    return out
-
-
-def _subject_like(after: str) -> bool:
-    """What follows a capitalised first word: "Alice likes", "Bob's", "Carol is", "Dave 喜欢"."""
-    if after.startswith(("'s", "’s")) or atom_rules.CJK_RUN.match(after.lstrip()):
-        return True
-    m = atom_rules.RE_NEXT_WORD.match(after)
-    if m is None:
-        return False
-    word = m.group(1)
-    if word in atom_rules.SUBJECT_VERBS:
-        return True
-    return len(word) > 3 and (word.endswith("ed") or (word.endswith("s") and word[-2] not in "su"))
-
-
-def _english_kind(name: str) -> str:
-    low = name.lower()
-    last = low.split()[-1]
-    if low in atom_rules.KNOWN_ORGS or last in atom_rules.ORG_SUFFIXES_EN:
-        return "org"
-    if low in atom_rules.KNOWN_PRODUCTS:
-        return "product"
-    if low in atom_rules.KNOWN_PLACES or last in atom_rules.PLACE_SUFFIXES_EN:
-        return "place"
-    if any(c.isupper() for c in name[1:].replace(" ", "")) or not name[:1].isupper():
-        return "other"  # acronyms and CamelCase: products, teams, terms
-    return "person"
-
-
-def _chinese_entities(words: list[_Word]) -> list[_Entity]:
-    out: list[_Entity] = []
-    for i, w in enumerate(words):
-        if w.word in atom_rules.ORG_SUFFIXES_ZH:
-            continue
-        known = atom_rules.KNOWN_ZH.get(w.word) if w.flag == "known" else None
-        nxt = words[i + 1].word if i + 1 < len(words) else ""
-        if nxt in atom_rules.ORG_SUFFIXES_ZH and (known or w.flag in atom_rules.PROPER_FLAGS):
-            out.append(_Entity(w.start, w.word + nxt, "org", True))
-        elif known:
-            out.append(_Entity(w.start, w.word, known, True))
-        elif w.flag in atom_rules.PROPER_FLAGS and len(w.word) >= 2:
-            kind = atom_rules.PROPER_FLAGS[w.flag]
-            if kind == "person":
-                # jieba's dictionary tags some phrases as names ("喝咖啡"): only a surname
-                # first, or a 老王/王老师 pattern, makes a confident person.
-                strong = w.word[0] in atom_rules.SURNAMES or w.word[0] in "老小"
-            elif kind == "place":
-                strong = w.word.endswith(atom_rules.PLACE_SUFFIXES_ZH)
-            else:
-                strong = kind == "org"
-            out.append(_Entity(w.start, w.word, kind, strong))
-    return out
 
 
 # --- similarity ------------------------------------------------------------------------------
@@ -586,7 +124,7 @@ def _tokens(analysis: _Analysis) -> list[str]:
     idents = [s for s in analysis.spans if s.family == "identifiers"]
     for w in analysis.words:
         end = w.start + len(w.word)
-        if w.flag not in atom_rules.FILLER_FLAGS and not _overlaps(idents, w.start, end):
+        if w.flag not in atom_rules.FILLER_FLAGS and not overlaps(idents, w.start, end):
             items.append((w.start, w.word.casefold().replace("’", "'")))
     items.sort(key=lambda item: item[0])
     seq: list[str] = []
@@ -650,6 +188,12 @@ def similarity(a: str, b: str) -> float:
 
 
 # --- public API ------------------------------------------------------------------------------
+
+
+def load() -> None:
+    """Load the part-of-speech tagger now (its word-tag table and jieba's dictionary: ~0.3 s
+    once per process from :mod:`hlmem.langdata`'s cache, ~2 s without)."""
+    atom_words.tagger()
 
 
 def _subject_key(subject: str) -> str:
