@@ -22,7 +22,7 @@ from hlmem.fts import fts_search
 from hlmem.memory import Memory
 from hlmem.messages import OriginClass, RecallResult
 from hlmem.query import name_candidates
-from hlmem.recall import _first_claims, _fold_keys, _fold_order
+from hlmem.recall_items import first_claims, fold_keys, fold_order
 from hlmem.text import normalize
 
 pytestmark = pytest.mark.anyio
@@ -430,10 +430,10 @@ def test_fold_of_the_first_k_equals_folding_everything() -> None:
             evidence[f"c{i}"] = [(f"c{i}", e) for e in rng.sample(events, 2)]
         scored.sort(key=lambda s: (-s[0], s[1], s[2]))
         k = rng.randint(1, 12)
-        keys = _fold_keys(scored)
-        shown = set(_first_claims(scored, keys, k))
+        keys = fold_keys(scored)
+        shown = set(first_claims(scored, keys, k))
         fetched = {c: e for c, e in evidence.items() if c in shown}  # only what recall reads
-        got = [(entry[2], entry[4]) for entry in _fold_order(scored, keys, fetched, k)]
+        got = [(entry[2], entry[4]) for entry in fold_order(scored, keys, fetched, k)]
         assert got == _reference_fold(scored, evidence, k)
 
 

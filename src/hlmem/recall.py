@@ -18,6 +18,10 @@
    fold into one.
 6. The context packet: claims with their times and short evidence quotes first, then events,
    within the token budget.
+
+This module finds and scores the candidates (the :class:`Recaller`); what of them is shown and
+how (rows, visibility by mode and time, folding, the items and the packet) is in
+:mod:`hlmem.recall_items`.
 """
 
 from __future__ import annotations
@@ -34,24 +38,35 @@ import anyio
 
 from hlmem import lifecycle, segment
 from hlmem import query as query_mod
-from hlmem.admission import SourcePolicy, redact, untrusted_rule
-from hlmem.clock import iso, parse_iso, parse_iso_opt
+from hlmem.admission import SourcePolicy, untrusted_rule
+from hlmem.clock import parse_iso
 from hlmem.config import Config
 from hlmem.embedding import LocalEmbedder
 from hlmem.fts import FtsHit, TermCounts, fts_search_sync, match_ids_sync
 from hlmem.gateway import Gateway
 from hlmem.messages import (
     QueryParse,
-    RecallEvidence,
     RecallItem,
     RecallMode,
     RecallResult,
 )
-from hlmem.providers import estimate_tokens
+from hlmem.recall_items import (
+    Redactions,
+    claim_item,
+    claim_visible,
+    claims_speak,
+    event_item,
+    event_visible,
+    first_claims,
+    fold_keys,
+    fold_order,
+    packet,
+    read_rows,
+    without_history_events,
+)
 from hlmem.rerank import rerank
 from hlmem.segment import query_terms, spelled_apart
 from hlmem.store import Store, SyncReader
-from hlmem.text import normalize
 from hlmem.vector_index import VectorHit, VectorIndex
 
 #: how many items mentioning one entity's name (full text, newest first) join the items
@@ -207,11 +222,11 @@ class Recaller:
             items, reranked = await rerank(self.gateway, self.rc, text, items, namespace=namespace)
             items = items[:k]
         budget = budget_tokens or self.rc.budget_tokens
-        packet, tokens = self.packet(items, budget)
+        packet_text, tokens = packet(items, budget, self.rc.quote_chars)
         return RecallResult(
             query=parsed,
             items=tuple(items),
-            packet=packet,
+            packet=packet_text,
             tokens=tokens,
             budget_tokens=budget,
             reranked=reranked,
@@ -311,7 +326,7 @@ class Recaller:
                 term_counts=self.term_counts,
                 apart=query.apart,
             )
-            return hits, _read_rows(reader, [(h.kind, h.item_id) for h in hits], namespace)
+            return hits, read_rows(reader, [(h.kind, h.item_id) for h in hits], namespace)
 
         found.fts, rows = await self.store.read(search)
         found.rows.update(rows)
@@ -370,9 +385,9 @@ class Recaller:
         scope: _Scope,
         k: int,
     ) -> list[RecallItem]:
-        """The ``k`` best visible candidates, folded (:func:`_fold_order`), as items: one trip
-        to the reader thread (:meth:`_ranked`) for the rows not read yet, the ranking and the
-        evidence of the claims shown, which depends on the ranking."""
+        """The ``k`` best visible candidates, folded (:func:`~hlmem.recall_items.fold_order`),
+        as items: one trip to the reader thread (:meth:`_ranked`) for the rows not read yet,
+        the ranking and the evidence of the claims shown, which depends on the ranking."""
         return await self.store.read(partial(self._ranked, candidates, found, scope, k))
 
     def _ranked(
@@ -391,14 +406,14 @@ class Recaller:
         be returned have their evidence read (a claim told hundreds of times has hundreds of
         evidence rows)."""
         parsed, now = scope.parsed, scope.now
-        rows = found.rows | _read_rows(
+        rows = found.rows | read_rows(
             reader, [key for key in candidates if key not in found.read], scope.namespace
         )
         claims = [r for key, r in rows.items() if key[0] == "claim"]
         events = [r for key, r in rows.items() if key[0] == "event"]
         scored: list[tuple[float, bool, str, Any]] = []
         for r in claims:
-            if not _claim_visible(r, parsed, now):
+            if not claim_visible(r, parsed, now):
                 continue
             # Activation as decayed to now (hlmem.lifecycle), not as last written down.
             activation = lifecycle.current(
@@ -415,95 +430,42 @@ class Recaller:
         trust: dict[str, bool] = {}
         for r in events:
             trusted = untrusted_rule(self.policy, r[6], r[7]) is None
-            if not (trusted or scope.include_untrusted) or not _event_visible(r, parsed):
+            if not (trusted or scope.include_untrusted) or not event_visible(r, parsed):
                 continue
             trust[r[0]] = trusted
             signals = self._signals(_EVENT_IMPORTANCE, r[5], 0.0, 0.0, now)
             score = candidates[("event", r[0])].fused(self.rc.rrf_k) * signals
             scored.append((score, True, r[0], r))
         scored.sort(key=lambda s: (-s[0], s[1], s[2]))
-        keys = _fold_keys(scored)
-        shown = _first_claims(scored, keys, k)  # every claim item is one of these
+        keys = fold_keys(scored)
+        shown = first_claims(scored, keys, k)  # every claim item is one of these
         evidence: dict[str, list[Any]] = {}
         if shown:
             links = reader.fetch_packed("recall_claim_evidence", (json.dumps(shown),))
             for r in sorted(links, key=lambda r: (r[0], r[5])):  # by claim, oldest first
                 evidence.setdefault(r[0], []).append(r)
-        if _claims_speak(parsed):
-            scored = _without_history_events(reader, scored, keys, evidence, k)
-        redacted = _Redactions()
+        if claims_speak(parsed):
+            scored = without_history_events(reader, scored, keys, evidence, k)
+        redacted, quote_chars = Redactions(), self.rc.quote_chars
         items = []
-        for score, is_event, item_id, r, folded in _fold_order(scored, keys, evidence, k):
+        for score, is_event, item_id, r, folded in fold_order(scored, keys, evidence, k):
             cand = candidates[("event" if is_event else "claim", item_id)]
             channels = tuple(sorted(cand.ranks))
             if is_event:
-                items.append(self._event_item(r, score, channels, trust[item_id], redacted))
+                items.append(event_item(r, score, channels, trust[item_id], redacted, quote_chars))
             else:
                 items.append(
-                    self._claim_item(
-                        r, score, channels, evidence.get(item_id, []), folded, redacted
+                    claim_item(
+                        r,
+                        score,
+                        channels,
+                        evidence.get(item_id, []),
+                        folded,
+                        redacted,
+                        quote_chars,
                     )
                 )
         return items
-
-    def _claim_item(
-        self,
-        r: Any,
-        score: float,
-        channels: tuple[str, ...],
-        evidence: list[Any],
-        folded: tuple[str, ...],
-        redacted: _Redactions,
-    ) -> RecallItem:
-        return RecallItem(
-            id=r[0],
-            kind="claim",
-            text=redacted(r[5]),
-            score=score,
-            status=r[6],
-            subject=r[2],
-            predicate=r[3],
-            value=redacted(r[4]),
-            qualifiers=tuple(json.loads(r[7])),
-            polarity=r[8],
-            valid_from=parse_iso_opt(r[11]),
-            valid_to=parse_iso_opt(r[12]),
-            recorded_at=parse_iso(r[13]),
-            evidence=tuple(
-                RecallEvidence(
-                    event_id=e[1],
-                    session_id=e[2],
-                    quote=redacted(e[3])[: self.rc.quote_chars],
-                    occurred_at=parse_iso(e[4]),
-                )
-                for e in evidence
-            ),
-            channels=channels,
-            folded=folded,
-        )
-
-    def _event_item(
-        self, r: Any, score: float, channels: tuple[str, ...], trusted: bool, redacted: _Redactions
-    ) -> RecallItem:
-        text = redacted(r[3])
-        return RecallItem(
-            id=r[0],
-            kind="event",
-            text=text,
-            score=score,
-            status="event",
-            recorded_at=parse_iso(r[5]),
-            evidence=(
-                RecallEvidence(
-                    event_id=r[0],
-                    session_id=r[1],
-                    quote=text[: self.rc.quote_chars],
-                    occurred_at=parse_iso(r[4]),
-                ),
-            ),
-            trusted=trusted,
-            channels=channels,
-        )
 
     def _signals(
         self, importance: float, recorded_at: str, activation: float, utility: float, now: datetime
@@ -519,207 +481,3 @@ class Recaller:
             + rc.weight_activation * act
             + rc.weight_utility * util
         )
-
-    # --- the packet ----------------------------------------------------------------------------
-
-    def packet(self, items: Sequence[RecallItem], budget: int) -> tuple[str, int]:
-        """Claims (with their times and a short quote) first, then events, within ``budget``
-        tokens; returns the text and its token count."""
-        header = "Relevant memories (claims first, then conversation excerpts):"
-        lines = [header]
-        used = estimate_tokens(header)
-        ordered = [i for i in items if i.kind == "claim"] + [i for i in items if i.kind == "event"]
-        for item in ordered:
-            line = _line(item, self.rc.quote_chars)
-            cost = estimate_tokens(line) + 1
-            if used + cost > budget:
-                continue
-            lines.append(line)
-            used += cost
-        if len(lines) == 1:
-            return "", 0
-        text = "\n".join(lines)
-        return text, estimate_tokens(text)
-
-
-def _read_rows(
-    reader: SyncReader, keys: Sequence[tuple[str, str]], namespace: str
-) -> dict[tuple[str, str], Any]:
-    """The rows of the candidates ``keys`` ((kind, id): claims and events) that are in
-    ``namespace``, by key; a statement per kind that has some."""
-    out: dict[tuple[str, str], Any] = {}
-    claims = [item_id for kind, item_id in keys if kind == "claim"]
-    if claims:
-        for r in reader.fetchall("recall_claims", (json.dumps(claims), namespace)):
-            out[("claim", r[0])] = r
-    events = [item_id for kind, item_id in keys if kind == "event"]
-    if events:  # text only: packed (SyncReader.fetch_packed)
-        for r in reader.fetch_packed("recall_events", (json.dumps(events), namespace)):
-            out[("event", r[0])] = r
-    return out
-
-
-def _claim_visible(r: Any, parsed: QueryParse, now: datetime) -> bool:
-    status, valid_from, valid_to, recorded, retracted = r[6], r[11], r[12], r[13], r[14]
-    # Archived claims (expired or long silent) are history: shown, marked, outside current.
-    if status not in ("active", "superseded", "archived"):
-        return False
-    if parsed.as_of is not None:
-        t = iso(parsed.as_of)
-        if not (recorded <= t and (retracted is None or retracted > t)):
-            return False
-    if parsed.valid_at is not None:
-        t = iso(parsed.valid_at)
-        if not ((valid_from is None or valid_from <= t) and (valid_to is None or valid_to > t)):
-            return False
-    if parsed.as_of is None and parsed.valid_at is None:
-        if parsed.mode == "current":
-            return status == "active" and (valid_to is None or valid_to > iso(now))
-    return True
-
-
-def _event_visible(r: Any, parsed: QueryParse) -> bool:
-    """Whether an event was told by the time the query asks about; in current recall its
-    claims also speak for it (:func:`_claims_say_history`, asked apart)."""
-    if parsed.as_of is not None and r[5] > iso(parsed.as_of):
-        return False  # not yet told then
-    if parsed.period_end is not None:
-        if r[4] >= iso(parsed.period_end):
-            return False  # said after the period the query names
-    elif parsed.valid_at is not None and r[4] > iso(parsed.valid_at):
-        return False  # not yet said then
-    return True
-
-
-def _claims_speak(parsed: QueryParse) -> bool:
-    """Whether an event's claims decide if it is shown: in current recall (no ``as_of``, no
-    ``valid_at``), an event whose claims have all been superseded or archived is history."""
-    return parsed.mode == "current" and parsed.as_of is None and parsed.valid_at is None
-
-
-def _claims_say_history(counts: Any) -> bool:
-    """A ``recall_event_claims`` row (``None``: no claim rests on the event) says history."""
-    return counts is not None and counts[2] > 0 and counts[1] == 0
-
-
-class _Redactions(dict[str, str]):
-    """:func:`hlmem.admission.redact` once per distinct text of one recall (a claim told many
-    times has as many evidence quotes, often the same words)."""
-
-    def __call__(self, text: str) -> str:
-        return self[text]
-
-    def __missing__(self, text: str) -> str:
-        out = self[text] = redact(text)
-        return out
-
-
-_Scored = tuple[float, bool, str, Any]  # score, is an event, id, row
-
-
-def _fold_keys(scored: list[_Scored]) -> dict[str, tuple[Any, ...]]:
-    """Each claim's fold key: normalised subject, predicate, normalised value, polarity and
-    status. The stored value, not the redacted one shown: two claims that differ only in a
-    secret are two facts (and redacting every candidate's value cost milliseconds)."""
-    return {
-        item_id: (normalize(r[2] or ""), r[3], normalize(r[4] or ""), r[8], r[6])
-        for _, is_event, item_id, r in scored
-        if not is_event
-    }
-
-
-def _without_history_events(
-    reader: SyncReader,
-    scored: list[_Scored],
-    keys: dict[str, tuple[Any, ...]],
-    evidence: dict[str, list[Any]],
-    k: int,
-) -> list[_Scored]:
-    """``scored`` without the events its first ``k`` items would show whose claims have all
-    been superseded or archived (history, in current recall).
-
-    What the claims of an event say is read only for the events that would be shown, not for
-    every candidate (with those of the next ``k`` items, in case some are hidden): a hidden
-    event lets the next candidate in, whose events are then read, until every event shown has
-    been (usually one read). Events past the first ``k`` items never change which items are
-    shown (:func:`_fold_order`), so the items are those of filtering every candidate first."""
-    hidden: set[str] = set()
-    read: set[str] = set()
-    while True:
-        kept = [s for s in scored if not (s[1] and s[2] in hidden)]
-        # twice as many items as are shown (their first k are the items shown): the events of
-        # the next k are read with them, so a hidden one rarely needs another read
-        ahead = _fold_order(kept, keys, evidence, 2 * k)
-        if all(e[2] in read for e in ahead[:k] if e[1]):
-            return kept
-        todo = [e[2] for e in ahead if e[1] and e[2] not in read]
-        counts = {r[0]: r for r in reader.fetch_packed("recall_event_claims", (json.dumps(todo),))}
-        read.update(todo)
-        hidden.update(e for e in todo if _claims_say_history(counts.get(e)))
-
-
-def _first_claims(scored: list[_Scored], keys: dict[str, tuple[Any, ...]], k: int) -> list[str]:
-    """The best claim of each of the first ``k`` fold keys: every claim :func:`_fold_order`
-    returns is one of them (events only push claims out of the first ``k``)."""
-    out: dict[tuple[Any, ...], str] = {}
-    for _, is_event, item_id, _r in scored:
-        if not is_event and keys[item_id] not in out:
-            out[keys[item_id]] = item_id
-            if len(out) >= k:
-                break
-    return list(out.values())
-
-
-def _fold_order(
-    scored: list[_Scored],
-    keys: dict[str, tuple[Any, ...]],
-    evidence: dict[str, list[Any]],
-    k: int,
-) -> list[tuple[float, bool, str, Any, tuple[str, ...]]]:
-    """The first ``k`` of ``scored`` (best first) after folding, each with the ids folded into
-    it: a claim with the fold key (:func:`_fold_keys`: subject, predicate, value, polarity,
-    status) of a better ranked one folds into it, and an event that is the evidence
-    of a claim shown before it is dropped. After ``k`` items only claims that fold into one of
-    them are looked at.
-    """
-    out: list[tuple[float, bool, str, Any, tuple[str, ...]]] = []
-    folded: list[list[str]] = []
-    seen: dict[tuple[Any, ...], int] = {}
-    shown_events: set[str] = set()
-    for score, is_event, item_id, r in scored:
-        if is_event:
-            if len(out) < k and item_id not in shown_events:
-                out.append((score, True, item_id, r, ()))
-                folded.append([])
-            continue
-        key = keys[item_id]
-        if key in seen:
-            if seen[key] < k:
-                folded[seen[key]].append(item_id)
-            continue
-        if len(out) >= k:
-            seen[key] = k  # a new item past the k-th: what folds into it is not shown either
-            continue
-        seen[key] = len(out)
-        out.append((score, False, item_id, r, ()))
-        folded.append([])
-        shown_events.update(e[1] for e in evidence.get(item_id, ()))
-    return [(*entry[:4], tuple(f)) for entry, f in zip(out, folded, strict=True)]
-
-
-def _line(item: RecallItem, quote_chars: int) -> str:
-    if item.kind == "event":
-        ev = item.evidence[0]
-        when = ev.occurred_at.date().isoformat()
-        return f"- [{when}, conversation] {_clip(item.text, quote_chars * 2)}"
-    quals = f" ({', '.join(item.qualifiers)})" if item.qualifiers else ""
-    since = item.valid_from.date().isoformat() if item.valid_from else "?"
-    until = f" until {item.valid_to.date().isoformat()}" if item.valid_to else ""
-    status = "" if item.status == "active" else f" [{item.status}]"
-    quote = f' — "{_clip(item.evidence[0].quote, quote_chars)}"' if item.evidence else ""
-    return f"- {item.text}{quals}{status} (valid from {since}{until}){quote}"
-
-
-def _clip(text: str, n: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= n else flat[: n - 1] + "…"
