@@ -286,8 +286,7 @@ def fts_search_sync(
     if ranked:
         match = head + " OR ".join(phrases[pos] for pos in sorted(ranked)) + ")"
         allowed = None if allow is None else json.dumps(sorted(allow), ensure_ascii=False)
-        params = {**scope, "match": match, "allow": allowed}
-        rows = _ranked_rows(reader, params, limit, total)
+        rows = _ranked_rows(reader, {**scope, "match": match, "allow": allowed}, limit, total)
     if len(ranked) < len(phrases) and allow is None and len(rows) < limit:
         match = head + " OR ".join(phrases) + ")"
         newest = reader.fetch_packed("fts_newest", {**scope, "match": match})
