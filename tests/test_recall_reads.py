@@ -197,3 +197,44 @@ async def test_recall_sees_what_was_written_after_its_index_loaded(
     found = [i for i in result.items if "吉他" in i.text or "guitar" in i.text]
     assert found, [(i.kind, i.text, i.channels) for i in result.items]
     assert any("vector" in i.channels for i in found)
+
+
+# --- the evidence a recalled claim shows ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("telling", "question"),
+    [("我住在上海", "我住在哪个城市？"), ("I live in Shanghai.", "Where do I live?")],
+)
+async def test_a_claim_told_many_times_shows_its_first_and_latest_evidence(
+    tmp_path: Path, telling: str, question: str
+) -> None:
+    """Each telling is one more evidence link of the same claim; a recalled claim shows the
+    first and the latest (``recall.evidence_per_item`` in all) and counts them all, while
+    explain lists every one and recall still folds away every telling it rests on."""
+    from datetime import UTC, datetime, timedelta
+
+    from hlmem.clock import ManualClock
+
+    clock = ManualClock(datetime(2026, 3, 1, 9, 0, tzinfo=UTC))
+    cfg = fast_config(recall={"evidence_per_item": 3})
+    tellings = []
+    async with hlmem.open(tmp_path / "m.db", config=cfg, clock=clock) as mem:
+        for day in range(9):
+            session = f"day-{day}"
+            tellings.append(await mem.add_event(session, telling))
+            await mem.end_session(session)
+            await mem.drain(timeout_s=30)
+            clock.advance(timedelta(days=1).total_seconds())
+        result = await mem.recall(question, k=10)
+        claims = [i for i in result.items if i.kind == "claim"]
+        assert claims, [(i.kind, i.text) for i in result.items]
+        claim = claims[0]
+        explained = await mem.explain(claim.id)
+    assert claim.evidence_total == 9
+    assert [e.event_id for e in claim.evidence] == [tellings[0], tellings[-2], tellings[-1]]
+    assert [e.occurred_at for e in claim.evidence] == sorted(e.occurred_at for e in claim.evidence)
+    assert {e.event_id for e in explained.evidence} == set(tellings)
+    after = result.items[result.items.index(claim) + 1 :]
+    assert not {i.id for i in after if i.kind == "event"} & set(tellings)
+    assert f'"{claim.evidence[0].quote}"' in result.packet  # the first telling is quoted

@@ -277,6 +277,9 @@ class RecallConfig(_Section):
     # The context packet: its token budget, and the longest evidence quote it shows.
     budget_tokens: int = Field(2000, ge=50)
     quote_chars: int = Field(80, ge=10)
+    # A claim item shows this many of its evidence links at most: the first and the latest
+    # (its evidence_total says how many there are; Memory.explain lists them all).
+    evidence_per_item: int = Field(5, ge=1)
     # Extra jieba user dictionaries (one word per line: word [freq] [tag]).
     user_dict_paths: list[str] = []
     # Optional reranker (hlmem.rerank): a provider in [providers] with a rerank endpoint, its

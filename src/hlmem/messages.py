@@ -546,7 +546,11 @@ class RecallItem(_Frozen):
     valid_from: AwareDatetime | None = None
     valid_to: AwareDatetime | None = None
     recorded_at: AwareDatetime | None = None
+    #: a claim's first evidence and its latest, in time order: ``recall.evidence_per_item``
+    #: at most (:meth:`hlmem.Memory.explain` lists every one); an event's own text
     evidence: tuple[RecallEvidence, ...] = ()
+    #: how many evidence links the claim has (``evidence`` may show fewer); 1 for an event
+    evidence_total: int = 0
     #: ids of equivalent claims folded into this one
     folded: tuple[str, ...] = ()
     #: False for an event from an untrusted source (only when asked for)

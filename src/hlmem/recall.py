@@ -441,7 +441,10 @@ class Recaller:
         shown = first_claims(scored, keys, k)  # every claim item is one of these
         evidence: dict[str, list[Any]] = {}
         if shown:
-            links = reader.fetch_packed("recall_claim_evidence", (json.dumps(shown),))
+            links = reader.fetch_packed(
+                "recall_claim_evidence",
+                {"claims": json.dumps(shown), "shown": self.rc.evidence_per_item},
+            )
             for r in sorted(links, key=lambda r: (r[0], r[5])):  # by claim, oldest first
                 evidence.setdefault(r[0], []).append(r)
         if claims_speak(parsed):

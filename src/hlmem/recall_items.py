@@ -229,7 +229,9 @@ def claim_item(
                 occurred_at=parse_iso(e[4]),
             )
             for e in evidence
+            if e[6]  # the first and the latest (recall.evidence_per_item in all)
         ),
+        evidence_total=len(evidence),
         channels=channels,
         folded=folded,
     )
@@ -259,6 +261,7 @@ def event_item(
                 occurred_at=parse_iso(r[4]),
             ),
         ),
+        evidence_total=1,
         trusted=trusted,
         channels=channels,
     )

@@ -15,11 +15,23 @@ WHERE id IN (SELECT value FROM json_each(?)) AND +namespace = ?;
 
 -- name: recall_claim_evidence
 -- The evidence of the claims shown, packed (SyncReader.fetch_packed): rows [claim_id,
--- event_id, session_id, quote, occurred_at, seq], to be sorted by claim and seq.
-SELECT json_group_array(json_array(ev.claim_id, ev.event_id, e.session_id, ev.quote,
-                                   e.occurred_at, e.seq))
-FROM evidence ev JOIN events e ON e.id = ev.event_id
-WHERE ev.claim_id IN (SELECT value FROM json_each(?));
+-- event_id, session_id, quote, occurred_at, seq, shown], to be sorted by claim and seq. Every
+-- link comes back (recall folds away the events a shown claim rests on), but only the first
+-- and the latest :shown - 1 of each claim with their quote, session and time (shown = 1; the
+-- others carry nulls): a claim told hundreds of times would otherwise put every telling into
+-- each recall (Memory.explain lists them all).
+SELECT json_group_array(json_array(claim_id, event_id,
+                                   CASE WHEN shown THEN session_id END,
+                                   CASE WHEN shown THEN quote END,
+                                   CASE WHEN shown THEN occurred_at END, seq, shown))
+FROM (
+    SELECT ev.claim_id, ev.event_id, e.session_id, ev.quote, e.occurred_at, e.seq,
+           row_number() OVER (PARTITION BY ev.claim_id ORDER BY e.seq) = 1
+           OR row_number() OVER (PARTITION BY ev.claim_id ORDER BY e.seq DESC) < :shown
+           AS shown
+    FROM evidence ev JOIN events e ON e.id = ev.event_id
+    WHERE ev.claim_id IN (SELECT value FROM json_each(:claims))
+);
 
 -- name: recall_events
 -- The candidate events' rows. Looked up by id, like recall_claims (hence `+namespace`). Whether
