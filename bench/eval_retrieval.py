@@ -76,14 +76,16 @@ def retrieved_event_ids(result: Any) -> list[str]:
     Two shapes: a list of ``RecallHit`` (today: claims, each standing for the events of its
     ``claim.evidence``), or an object with ``.items`` whose items have ``.kind`` ("claim" or
     "event"), ``.id`` and ``.evidence`` (objects with ``.event_id``): an event item retrieves
-    its own id, a claim item the events of its evidence.
+    its own id and those of the events folded into it (``.folded``: the same words said
+    again, shown once), a claim item the events of the evidence it shows.
     """
     items = getattr(result, "items", None)
     ranked: dict[str, None] = {}
     if items is not None and not callable(items):
         for item in items:
             if item.kind == "event":
-                ranked.setdefault(str(item.id))
+                for event_id in (item.id, *getattr(item, "folded", ())):
+                    ranked.setdefault(str(event_id))
             else:
                 for span in item.evidence:
                     ranked.setdefault(str(span.event_id))

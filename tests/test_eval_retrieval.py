@@ -148,6 +148,7 @@ class Item:
     kind: str
     id: str
     evidence: list[Span]
+    folded: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -158,13 +159,13 @@ class Result:
 def test_retrieved_event_ids_from_items() -> None:
     result = Result(
         items=[
-            Item("event", "e5", []),
+            Item("event", "e5", [], folded=("e9",)),
             Item("claim", "c1", [Span("e2"), Span("e5")]),
             Item("event", "e2", [Span("ignored")]),
             Item("claim", "c2", [Span("e7")]),
         ]
     )
-    assert eval_retrieval.retrieved_event_ids(result) == ["e5", "e2", "e7"]
+    assert eval_retrieval.retrieved_event_ids(result) == ["e5", "e9", "e2", "e7"]
     assert eval_retrieval.retrieved_event_ids(Result(items=[])) == []
 
 

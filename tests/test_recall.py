@@ -393,20 +393,25 @@ async def test_packet_budget_activation_and_feedback(db_path: Path) -> None:
 def _reference_fold(
     scored: list[tuple[float, bool, str, Any]], evidence: dict[str, list[Any]], k: int
 ) -> list[tuple[str, tuple[str, ...]]]:
-    """The fold as first written: every candidate folded, then the first k kept."""
+    """The fold as first written: every candidate folded, then the first k kept (an event
+    is dropped after a claim shown that rests on it, and folds into an event that said the
+    same)."""
     out: list[tuple[str, list[str]]] = []
     seen: dict[tuple[Any, ...], int] = {}
     shown: set[str] = set()
     for _, is_event, item_id, r in scored:
-        if not is_event:
-            key = (normalize(r[2]), r[3], normalize(r[4]), r[8], r[6])
-            if key in seen:
-                out[seen[key]][1].append(item_id)
-                continue
-            seen[key] = len(out)
-            shown.update(e[1] for e in evidence.get(item_id, ()))
-        elif item_id in shown:
+        if is_event and item_id in shown:
             continue
+        if is_event:
+            key: tuple[Any, ...] = ("said", normalize(r[3]))
+        else:
+            key = (normalize(r[2]), r[3], normalize(r[4]), r[8], r[6])
+        if key in seen:
+            out[seen[key]][1].append(item_id)
+            continue
+        seen[key] = len(out)
+        if not is_event and len(out) < k:  # a claim shown: the events it rests on are not
+            shown.update(e[1] for e in evidence.get(item_id, ()))
         out.append((item_id, []))
     return [(i, tuple(f)) for i, f in out[:k]]
 
@@ -418,7 +423,10 @@ def test_fold_of_the_first_k_equals_folding_everything() -> None:
         evidence: dict[str, list[Any]] = {}
         events = [f"e{i}" for i in range(15)]
         for event_id in rng.sample(events, rng.randint(0, 15)):
-            scored.append((rng.random(), True, event_id, ("event",)))
+            said = rng.choice(
+                ["我住在上海", "我住在上海。", "I live in Shanghai.", "i live in  shanghai."]
+            )
+            scored.append((rng.random(), True, event_id, (event_id, "s", "user", said)))
         for i in range(rng.randint(0, 45)):
             row: list[Any] = [None] * 9
             row[2] = rng.choice(["user", "User", " user", "Alice"])

@@ -238,3 +238,25 @@ async def test_a_claim_told_many_times_shows_its_first_and_latest_evidence(
     after = result.items[result.items.index(claim) + 1 :]
     assert not {i.id for i in after if i.kind == "event"} & set(tellings)
     assert f'"{claim.evidence[0].quote}"' in result.packet  # the first telling is quoted
+
+
+@pytest.mark.parametrize(
+    ("said", "question"),
+    [("我们明天去哪里吃饭？", "明天吃饭"), ("Where should we eat tomorrow?", "eat tomorrow")],
+)
+async def test_the_same_words_said_again_are_one_item(
+    tmp_path: Path, said: str, question: str
+) -> None:
+    """Events saying the same text (normalised) fold into the best ranked one, whose
+    ``folded`` lists the others, instead of filling the result with copies."""
+    async with hlmem.open(tmp_path / "m.db", config=fast_config()) as mem:
+        ids = [
+            await mem.add_event(f"s{i}", said if i % 2 else f"  {said.upper()} ") for i in range(4)
+        ]
+        await mem.add_event("s9", "今天天气不错 the weather is fine")
+        await mem.flush()
+        await mem.drain(timeout_s=30)
+        result = await mem.recall(question, k=10)
+    events = [i for i in result.items if i.kind == "event"]
+    assert len(events) == 1, [(i.kind, i.text) for i in result.items]
+    assert {events[0].id, *events[0].folded} == set(ids)

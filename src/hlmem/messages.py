@@ -551,7 +551,8 @@ class RecallItem(_Frozen):
     evidence: tuple[RecallEvidence, ...] = ()
     #: how many evidence links the claim has (``evidence`` may show fewer); 1 for an event
     evidence_total: int = 0
-    #: ids of equivalent claims folded into this one
+    #: ids of equivalent items folded into this one: claims with the same subject, predicate,
+    #: value, polarity and status; events with the same text
     folded: tuple[str, ...] = ()
     #: False for an event from an untrusted source (only when asked for)
     trusted: bool = True

@@ -455,7 +455,9 @@ class Recaller:
             cand = candidates[("event" if is_event else "claim", item_id)]
             channels = tuple(sorted(cand.ranks))
             if is_event:
-                items.append(event_item(r, score, channels, trust[item_id], redacted, quote_chars))
+                items.append(
+                    event_item(r, score, channels, trust[item_id], folded, redacted, quote_chars)
+                )
             else:
                 items.append(
                     claim_item(

@@ -166,17 +166,26 @@ def fold_order(
 ) -> list[tuple[float, bool, str, Any, tuple[str, ...]]]:
     """The first ``k`` of ``scored`` (best first) after folding, each with the ids folded into
     it: a claim with the fold key (:func:`fold_keys`: subject, predicate, value, polarity,
-    status) of a better ranked one folds into it, and an event that is the evidence
-    of a claim shown before it is dropped. After ``k`` items only claims that fold into one of
-    them are looked at.
+    status) of a better ranked one folds into it, an event that is the evidence of a claim
+    shown before it is dropped, and an event saying what a better ranked event said (the same
+    text, normalised: a user who said it nine times) folds into that one. After ``k`` items only
+    claims and events that fold into one of them are looked at.
     """
     out: list[tuple[float, bool, str, Any, tuple[str, ...]]] = []
     folded: list[list[str]] = []
     seen: dict[tuple[Any, ...], int] = {}
+    said: dict[str, int] = {}  # an event's normalised text -> its item
     shown_events: set[str] = set()
     for score, is_event, item_id, r in scored:
         if is_event:
-            if len(out) < k and item_id not in shown_events:
+            if item_id in shown_events:
+                continue
+            text = normalize(r[3])
+            if text in said:
+                if said[text] < k:
+                    folded[said[text]].append(item_id)
+            elif len(out) < k:
+                said[text] = len(out)
                 out.append((score, True, item_id, r, ()))
                 folded.append([])
             continue
@@ -242,6 +251,7 @@ def event_item(
     score: float,
     channels: tuple[str, ...],
     trusted: bool,
+    folded: tuple[str, ...],
     redacted: Redactions,
     quote_chars: int,
 ) -> RecallItem:
@@ -262,6 +272,7 @@ def event_item(
             ),
         ),
         evidence_total=1,
+        folded=folded,
         trusted=trusted,
         channels=channels,
     )
