@@ -1062,7 +1062,12 @@ def report(res: dict[str, Any]) -> str:
         f"after worker start"
     )
     rows = [
-        [t["name"], t["target"], t["measured"], "PASS" if t["pass"] else "FAIL"]
+        [
+            t["name"],
+            t["target"],
+            t["measured"],
+            {True: "PASS", False: "FAIL", None: "INFO"}[t["pass"]],
+        ]
         for t in res["targets"]
     ]
     parts.append("targets\n" + table(rows, ["target", "goal", "measured", "result"]))
@@ -1090,8 +1095,9 @@ def best_mode(acks: dict[str, Any], pick: Callable[[str, dict[str, Any]], Any]) 
 
 
 def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
-    """PASS/FAIL per target. The ack targets are judged on the best ingest writer mode (named
-    in the row); every mode's figure is printed beside it."""
+    """PASS/FAIL per target (``pass`` None: printed for context as INFO, not a target). The
+    ack targets are judged on the best ingest writer mode (named in the row); every mode's
+    figure is printed beside it."""
     acks = res["acks"]
 
     def closed(mode: str) -> dict[str, Any]:
@@ -1139,11 +1145,12 @@ def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
             },
         ]
     out += [
-        {
-            "name": f"ack p99, 1000 sessions, closed loop (Little: ~1000/rate; writer={best_c})",
-            "target": f"<= {TARGET_ACK_P99_MS:.0f} ms",
+        {  # not a target: 1,000 sessions each awaiting its ack make mean latency ~1000/rate
+            "name": f"ack p99, 1000 sessions, closed loop (writer={best_c})",
+            "target": "none: Little's law, ~1000/rate = "
+            f"{1000 / closed(best_c)['ack_rate'] * 1000:.0f} ms",
             "measured": "; ".join(f"{m} {closed(m)['p99_ms']:.1f} ms" for m in by_rate),
-            "pass": closed(best_c)["p99_ms"] <= TARGET_ACK_P99_MS,
+            "pass": None,
         },
         {
             "name": "ack rate / executemany ceiling (closed loop, 1000 sessions, writer=thread)",
