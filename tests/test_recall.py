@@ -23,7 +23,7 @@ from hlmem.memory import Memory
 from hlmem.messages import OriginClass, RecallResult
 from hlmem.query import name_candidates
 from hlmem.recall_items import first_claims, fold_keys, fold_order
-from hlmem.text import normalize
+from hlmem.text import content_hash, normalize
 
 pytestmark = pytest.mark.anyio
 
@@ -403,7 +403,7 @@ def _reference_fold(
         if is_event and item_id in shown:
             continue
         if is_event:
-            key: tuple[Any, ...] = ("said", normalize(r[3]))
+            key: tuple[Any, ...] = ("said", normalize(r[3]))  # as the hash recall uses
         else:
             key = (normalize(r[2]), r[3], normalize(r[4]), r[8], r[6])
         if key in seen:
@@ -426,7 +426,8 @@ def test_fold_of_the_first_k_equals_folding_everything() -> None:
             said = rng.choice(
                 ["我住在上海", "我住在上海。", "I live in Shanghai.", "i live in  shanghai."]
             )
-            scored.append((rng.random(), True, event_id, (event_id, "s", "user", said)))
+            row = (event_id, "s", "user", said, "", "", "", "", content_hash(said))
+            scored.append((rng.random(), True, event_id, row))
         for i in range(rng.randint(0, 45)):
             row: list[Any] = [None] * 9
             row[2] = rng.choice(["user", "User", " user", "Alice"])

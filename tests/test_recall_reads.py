@@ -91,7 +91,8 @@ async def test_packed_rows_are_the_rows(tmp_path: Path, module: str) -> None:
     async with hlmem.open(tmp_path / "m.db", config=cfg, pipeline="external") as mem:
         ids = [await mem.add_event("s1", text) for text in contents]
         columns = (
-            "id, session_id, role, content, occurred_at, recorded_at, origin_class, session_kind"
+            "id, session_id, role, content, occurred_at, recorded_at, origin_class, session_kind,"
+            " content_hash"
         )
         plain = await mem.store.read(
             lambda r: r._conn.execute(f"SELECT {columns} FROM events ORDER BY seq").fetchall()

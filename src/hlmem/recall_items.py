@@ -174,18 +174,18 @@ def fold_order(
     out: list[tuple[float, bool, str, Any, tuple[str, ...]]] = []
     folded: list[list[str]] = []
     seen: dict[tuple[Any, ...], int] = {}
-    said: dict[str, int] = {}  # an event's normalised text -> its item
+    said: dict[str, int] = {}  # an event's content hash (of its normalised text) -> its item
     shown_events: set[str] = set()
     for score, is_event, item_id, r in scored:
         if is_event:
             if item_id in shown_events:
                 continue
-            text = normalize(r[3])
-            if text in said:
-                if said[text] < k:
-                    folded[said[text]].append(item_id)
+            digest = r[8]
+            if digest in said:
+                if said[digest] < k:
+                    folded[said[digest]].append(item_id)
             elif len(out) < k:
-                said[text] = len(out)
+                said[digest] = len(out)
                 out.append((score, True, item_id, r, ()))
                 folded.append([])
             continue

@@ -37,9 +37,11 @@ FROM (
 -- The candidate events' rows. Looked up by id, like recall_claims (hence `+namespace`). Whether
 -- an event's claims are still believed is asked apart (recall_event_claims), and only for the
 -- events that could be shown: it walks each event's evidence and claims, which cost as much as
--- the rows themselves. Packed (SyncReader.fetch_packed; every column is text).
+-- the rows themselves. Packed (SyncReader.fetch_packed; every column is text). The content
+-- hash (of the normalised text) last: events that say the same words fold into one item.
 SELECT json_group_array(json_array(e.id, e.session_id, e.role, e.content, e.occurred_at,
-                                   e.recorded_at, e.origin_class, e.session_kind))
+                                   e.recorded_at, e.origin_class, e.session_kind,
+                                   e.content_hash))
 FROM events e
 WHERE e.id IN (SELECT value FROM json_each(?)) AND +e.namespace = ?;
 
