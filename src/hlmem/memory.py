@@ -9,7 +9,6 @@ the event and its job are committed.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterable
 from contextlib import AsyncExitStack
@@ -20,32 +19,26 @@ from typing import Any, Literal
 
 import anyio
 from anyio.abc import TaskGroup
-from pydantic import BaseModel, ConfigDict, ValidationError
 
-from hlmem.admission import SourcePolicy, redact, untrusted_rule
+from hlmem import memory_reads, memory_writes
 from hlmem.backup import BackupResult
 from hlmem.backup import backup as backup_file
-from hlmem.clock import Clock, SystemClock, iso, parse_iso, wall
+from hlmem.clock import Clock, SystemClock, wall
 from hlmem.config import Config, load_config
 from hlmem.correct import Correction, correction_draft, event_fields, load_target, submit
 from hlmem.errors import ClosedError, InputError
 from hlmem.explain import ClaimExplanation, explain_claim
 from hlmem.forget import ForgetResult
-from hlmem.forget import forget as forget_items
 from hlmem.gateway import Gateway
 from hlmem.importer import Importer
 from hlmem.ingest import EventWriter, coerce_event
 from hlmem.lexicon import Lexicon, load_lexicon
-from hlmem.lifecycle import boost_sync
+from hlmem.memory_reads import JobRow, Stats, Supersession
 from hlmem.messages import (
-    Candidate,
     Claim,
-    ClaimDraft,
     ClaimScope,
-    ClaimsProposed,
     Event,
     EventIn,
-    EvidenceSpan,
     FlushRequested,
     MaintenanceReport,
     OriginClass,
@@ -59,57 +52,15 @@ from hlmem.pipeline import Pipeline, needs_gateway
 from hlmem.portable import ExportSummary, ImportSummary, export_sync
 from hlmem.queue import JobQueue, JobSpec
 from hlmem.recall import Recaller
-from hlmem.slots import SPEAKER, subject_key
 from hlmem.stages.maintenance import Maintenance
-from hlmem.store import Store, SyncTx
-from hlmem.text import content_hash, derived_id, language_of
+from hlmem.store import Store
 from hlmem.touches import Touches
 
 log = logging.getLogger(__name__)
 
 PipelineMode = Literal["inline", "external"]
 
-
-class Stats(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    events: int
-    sessions: int
-    claims: dict[str, int]
-    windows: dict[str, int]
-    extractions: int
-    evidence: int
-    jobs: dict[str, dict[str, int]]
-    #: admission decisions: {"event": {"admit": n, "block": n, ...}, "claim": {...}}; blocked
-    #: events cost no model call
-    admission: dict[str, dict[str, int]] = {}
-    #: tombstones left by forgets, by kind: {"event": {"count": n, "blocked": m}, ...}; blocked
-    #: counts what they stopped at ingest (re-sent forgotten events, dropped silently)
-    tombstones: dict[str, dict[str, int]] = {}
-
-
-class Supersession(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    old: str
-    new: str
-    reason: str
-    created_at: datetime
-
-
-class JobRow(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    id: int
-    kind: str
-    status: str
-    attempts: int
-    last_error: str | None
-    #: what explains a failure beyond its message, e.g. a model's raw answer
-    detail: str | None = None
-    created_at: float
-    updated_at: float
-    payload: dict[str, Any]
+__all__ = ["JobRow", "Memory", "PipelineMode", "Stats", "Supersession", "open"]
 
 
 def open(
@@ -312,63 +263,26 @@ class Memory:
 
         :raises InputError: a blank field, or an invalid time, score or scope.
         """
-        ns = namespace or self.config.ingest.default_namespace
-        content = text if text is not None else f"{subject} {predicate} {value}"
-        occurred = self.clock.now()
-        try:
-            draft = ClaimDraft(
-                subject=_field("subject", subject),
-                predicate=self._lexicon().canonical_predicate(_field("predicate", predicate)),
-                value=_field("value", value),
-                text=_field("text", content),
-                language=language_of(content),
-                polarity=polarity,
-                qualifiers=tuple(qualifiers),
-                scope=scope,
-                importance=importance,
-                confidence=confidence,
-                valid_from=valid_from or occurred,
-                valid_to=valid_to,
-                evidence=(
-                    EvidenceSpan(event_id="-", quote=content, start_char=0, end_char=len(content)),
-                ),
-            )
-            event = coerce_event(
-                {
-                    "session_id": session_id,
-                    "content": content,
-                    "namespace": ns,
-                    "event_id": event_id,
-                    "occurred_at": occurred,
-                    "metadata": {"remember": {"subject": subject, "predicate": predicate}},
-                }
-            )
-        except ValidationError as exc:
-            raise InputError(f"remember: {exc.errors()[0]['msg']}") from None
-        row = self.writer.prepare(event)
-        evidence = draft.evidence[0].model_copy(update={"event_id": row[0]})
-        candidate = Candidate(
-            key=derived_id("clm", "remember", row[0]),
-            namespace=ns,
-            draft=draft.model_copy(update={"evidence": (evidence,)}),
-            recorded_at=occurred,
-            source="remember",
-            extractor="remember",
+        remembered = memory_writes.remember_input(
+            self.config,
+            self.clock,
+            self._lexicon,
+            subject,
+            predicate,
+            value,
+            text=text,
+            namespace=namespace,
+            session_id=session_id,
+            event_id=event_id,
+            polarity=polarity,
+            qualifiers=qualifiers,
+            scope=scope,
+            valid_from=valid_from,
+            valid_to=valid_to,
+            importance=importance,
+            confidence=confidence,
         )
-        spec = JobSpec("admission", ClaimsProposed(candidates=(candidate,)), namespace=ns)
-        now = wall()
-
-        def write(tx: SyncTx) -> str:
-            if tx.fetchall("existing_event_ids", (json.dumps([row[0]]),)):
-                return row[0]
-            tx.execute("insert_event", (*row[:5], content_hash(content), *row[6:]))
-            tx.execute("insert_session", (row[1], row[2], row[9], row[7]))
-            tx.execute("insert_job", spec.row(now))
-            return row[0]
-
-        stored = await self.store.run_in_transaction(write)
-        self.queue.ring({"admission"})
-        return stored
+        return await memory_writes.remember_commit(self.store, self.queue, self.writer, remembered)
 
     def _lexicon(self) -> Lexicon:
         if self._lex is None:
@@ -417,27 +331,7 @@ class Memory:
     # --- reads --------------------------------------------------------------------------------
 
     async def stats(self) -> Stats:
-        s = self.store
-        jobs: dict[str, dict[str, int]] = {}
-        for row in await s.fetchall("job_counts"):
-            jobs.setdefault(row[0], {})[row[1]] = row[2]
-        admission: dict[str, dict[str, int]] = {}
-        for row in await s.fetchall("admission_counts"):
-            admission.setdefault(row[0], {})[row[1]] = row[2]
-        return Stats(
-            events=await s.scalar("count_events"),
-            sessions=await s.scalar("count_sessions"),
-            claims={r[0]: r[1] for r in await s.fetchall("claim_counts")},
-            windows={r[0]: r[1] for r in await s.fetchall("window_counts")},
-            extractions=await s.scalar("count_extractions"),
-            evidence=await s.scalar("count_evidence"),
-            jobs=jobs,
-            admission=admission,
-            tombstones={
-                r[0]: {"count": r[1], "blocked": r[2]}
-                for r in await s.fetchall("forget_tombstone_counts")
-            },
-        )
+        return await memory_reads.stats(self.store)
 
     async def claims(
         self,
@@ -458,29 +352,17 @@ class Memory:
         ``valid_at=t`` answers "what was true at t" (valid time). Both may be combined; either
         implies the history.
         """
-        ns = namespace or self.config.ingest.default_namespace
-        view = "history" if history or as_of or valid_at else "current"
-        if subject is not None:
-            subject = subject_key(subject) if subject_key(subject) == SPEAKER else subject
-        rows = await self.store.fetchall(
-            "select_claims",
-            {
-                "namespace": ns,
-                "view": view,
-                "subject": subject,
-                "predicate": predicate,
-                "as_of": iso(as_of) if as_of else None,
-                "valid_at": iso(valid_at) if valid_at else None,
-                "limit": limit,
-            },
+        return await memory_reads.claims(
+            self.store,
+            self.config,
+            namespace=namespace,
+            subject=subject,
+            predicate=predicate,
+            history=history,
+            as_of=as_of,
+            valid_at=valid_at,
+            limit=limit,
         )
-        ev: dict[str, list[EvidenceSpan]] = {}
-        ids = json.dumps([r[0] for r in rows])
-        for e in await self.store.fetchall("evidence_for_claims", (ids,)):
-            ev.setdefault(e[0], []).append(
-                EvidenceSpan(event_id=e[1], quote=redact(e[2]), start_char=e[3], end_char=e[4])
-            )
-        return [Claim.from_row(r, ev.get(r[0], ())) for r in rows]
 
     async def events(
         self,
@@ -496,40 +378,18 @@ class Memory:
         ``untrusted_session_kinds``) are left out unless ``include_untrusted``, and are then
         marked ``trusted=False``. Secrets in the content are redacted.
         """
-        ns = namespace or self.config.ingest.default_namespace
-        policy = SourcePolicy.from_config(self.config.admission)
-        rows = await self.store.fetchall(
-            "select_events", {"namespace": ns, "session_id": session_id, "limit": limit}
+        return await memory_reads.events(
+            self.store,
+            self.config,
+            namespace=namespace,
+            session_id=session_id,
+            include_untrusted=include_untrusted,
+            limit=limit,
         )
-        out = []
-        for r in reversed(rows):
-            trusted = untrusted_rule(policy, r[8], r[9]) is None
-            if trusted or include_untrusted:
-                out.append(
-                    Event(
-                        id=r[0],
-                        namespace=r[1],
-                        session_id=r[2],
-                        role=Role(r[3]),
-                        content=redact(r[4]),
-                        content_hash=r[5],
-                        occurred_at=parse_iso(r[6]),
-                        recorded_at=parse_iso(r[7]),
-                        origin_class=OriginClass(r[8]),
-                        session_kind=SessionKind(r[9]),
-                        metadata=json.loads(r[10]),
-                        trusted=trusted,
-                    )
-                )
-        return out
 
     async def supersessions(self, claim_ids: Iterable[str]) -> list[Supersession]:
         """Why claims replaced one another: every supersession touching ``claim_ids``."""
-        ids = json.dumps(list(claim_ids))
-        return [
-            Supersession(old=r[0], new=r[1], reason=r[2], created_at=parse_iso(r[3]))
-            for r in await self.store.fetchall("supersessions_of", (ids, ids))
-        ]
+        return await memory_reads.supersessions(self.store, claim_ids)
 
     async def recall(
         self,
@@ -586,26 +446,7 @@ class Memory:
 
         :raises InputError: ``item_id`` names no claim (events carry no feedback).
         """
-        cfg = self.config.maintenance
-
-        def write(tx: SyncTx) -> int:
-            changed = tx.execute(
-                "recall_feedback", {"id": item_id, "delta": 0.25 if useful else -0.25}
-            )
-            if changed and useful:
-                boost_sync(
-                    tx,
-                    cfg,
-                    [item_id],
-                    now=self.clock.now(),
-                    boost=cfg.feedback_boost,
-                    count_access=False,
-                )
-            return changed
-
-        changed = await self.store.run_in_transaction(write)
-        if not changed:
-            raise InputError(f"feedback: no claim {item_id!r} (feedback applies to claims)")
+        await memory_writes.feedback(self.store, self.config, self.clock, item_id, useful=useful)
 
     # --- lifecycle: forget, correct, explain (hlmem.forget, hlmem.correct, hlmem.explain) ------
 
@@ -628,27 +469,11 @@ class Memory:
         """
         if self._recaller is None:
             self._recaller = Recaller(self.store, self.config, self._gateway)
-        recaller, now = self._recaller, self.clock.now()
-
-        async def recall(text: str, ns: str, k: int) -> RecallResult:
-            # Not self.recall: what a forget looks up must not gain activation.
-            return await recaller.recall(
-                text,
-                namespace=ns,
-                now=now,
-                k=k,
-                mode=None,
-                as_of=None,
-                valid_at=None,
-                budget_tokens=None,
-                include_untrusted=False,
-            )
-
-        return await forget_items(
+        return await memory_writes.forget(
             self.store,
             self.config,
-            now,
-            recall=recall,
+            self._recaller,
+            self.clock.now(),
             claim_id=claim_id,
             event_id=event_id,
             session_id=session_id,
@@ -729,23 +554,7 @@ class Memory:
     async def list_jobs(
         self, *, status: str | None = None, kind: str | None = None, limit: int = 50
     ) -> list[JobRow]:
-        rows = await self.store.fetchall(
-            "list_jobs", {"status": status, "kind": kind, "limit": limit}
-        )
-        return [
-            JobRow(
-                id=r[0],
-                kind=r[1],
-                status=r[2],
-                attempts=r[3],
-                last_error=r[5],
-                detail=r[9],
-                created_at=r[6],
-                updated_at=r[7],
-                payload=_payload_dict(r[8]),
-            )
-            for r in rows
-        ]
+        return await memory_reads.list_jobs(self.store, status=status, kind=kind, limit=limit)
 
     async def retry_jobs(self, *, kind: str | None = None, job_id: int | None = None) -> int:
         """Put failed and parked jobs back to todo; the number moved."""
@@ -766,19 +575,3 @@ class Memory:
         """
         stage = Maintenance(self.store, self.clock, self.config, lexicon=self._lexicon())
         return await stage.run_pass()
-
-
-def _payload_dict(text: str) -> dict[str, Any]:
-    """A job's payload for listing; a payload that is not a JSON object (the reason such a job
-    failed) is shown as ``{"invalid": text}`` instead of breaking the listing."""
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return {"invalid": text}
-    return value if isinstance(value, dict) else {"invalid": text}
-
-
-def _field(name: str, value: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InputError(f"remember: {name} is blank")
-    return value.strip()
