@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from helpers import fast_config
 
 import hlmem
+from hlmem.clock import ManualClock
 from hlmem.config import StoreConfig
 from hlmem.errors import ClosedError, StoreError
 from hlmem.fts import (
@@ -213,10 +215,6 @@ async def test_a_claim_told_many_times_shows_its_first_and_latest_evidence(
     """Each telling is one more evidence link of the same claim; a recalled claim shows the
     first and the latest (``recall.evidence_per_item`` in all) and counts them all, while
     explain lists every one and recall still folds away every telling it rests on."""
-    from datetime import UTC, datetime, timedelta
-
-    from hlmem.clock import ManualClock
-
     clock = ManualClock(datetime(2026, 3, 1, 9, 0, tzinfo=UTC))
     cfg = fast_config(recall={"evidence_per_item": 3})
     tellings = []
