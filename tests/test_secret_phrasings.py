@@ -44,8 +44,10 @@ TABLES = {
 }
 #: leak phrasings whose other meaning must survive: (text, the claim value kept)
 KEPT = {
-    "我叫小明，我的密码是 XiaoMing@1": "小明",
+    "我叫大伟，我的密码是 DaWei@2024": "大伟",
+    "我住在深圳，支付密码 778899": "深圳",
     "My name is Alex. My password is Alex!Pw42": "Alex",
+    "My name is Bea, and my password is Bea!Pw77": "Bea",
 }
 
 
@@ -76,7 +78,9 @@ def _found(texts: dict[str, str], secrets: dict[str, str]) -> list[str]:
     hits = []
     for secret, line in secrets.items():
         pattern = _pattern(secret)
-        hits += [f"{secret!r} ({line!r}) @ {place}" for place, t in texts.items() if pattern.search(t)]
+        hits += [
+            f"{secret!r} ({line!r}) @ {place}" for place, t in texts.items() if pattern.search(t)
+        ]
     return hits
 
 
@@ -181,7 +185,9 @@ def _leaks_in_export(path: Path, secrets: dict[str, str], store: Store) -> list[
     others = {k: v for k, v in others.items() if '"type": "event"' not in v}
     leaks = _found(others, secrets)
     # The events themselves are exported as stored (the immutable record, documented).
-    leaks += [f"event {t!r} not exported as said" for t, e in store.events.items() if events.get(e) != t]
+    leaks += [
+        f"event {t!r} not exported as said" for t, e in store.events.items() if events.get(e) != t
+    ]
     return leaks
 
 

@@ -27,13 +27,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import TYPE_CHECKING, Literal
 
 from hlmem.errors import ConfigError
-from hlmem.messages import ClaimDraft, OriginClass, Role, SessionKind
+from hlmem.messages import ClaimDraft, EvidenceSpan, OriginClass, Role, SessionKind
+from hlmem.redaction import MARKER, secret_kind
 from hlmem.redaction import find_secrets as find_secrets
 from hlmem.redaction import redact as redact
-from hlmem.redaction import secret_kind
 from hlmem.text import nfkc
 
 if TYPE_CHECKING:
@@ -343,11 +344,47 @@ def _secret_of(draft: ClaimDraft) -> str | None:
     return claim_secret(draft.subject, draft.predicate, draft.value, texts)
 
 
+_CLAUSE_END = re.compile(r"[，,;；。!?！？\n]|\.(?=\s|$)")
+_QUOTE_TRIM = " \t\r\n，,;；。.!?！？:：、"
+
+
+def narrowed_span(span: EvidenceSpan, value: str) -> EvidenceSpan | None:
+    """A quote that holds a secret (or its marker) narrowed to the clause that holds the
+    claim's value and no secret ("我叫小明，我的密码是 X" -> "我叫小明"), its offsets moved
+    with it; the span itself when its quote holds no secret; None when no such clause is
+    there (the claim then rests on the secret: it is blocked)."""
+    quote = span.quote
+    secrets = [(s, e) for s, e, _ in find_secrets(quote)]
+    if "[REDACTED:" in quote:
+        secrets += [m.span() for m in MARKER.finditer(quote)]
+    if not secrets:
+        return span
+    bounds = [0, *(m.end() for m in _CLAUSE_END.finditer(quote)), len(quote)]
+    for a, b in pairwise(bounds):
+        part = quote[a:b]
+        if a >= b or not value or value not in part or any(s < b and e > a for s, e in secrets):
+            continue
+        kept = part.strip(_QUOTE_TRIM)
+        start = span.start_char + a + len(part) - len(part.lstrip(_QUOTE_TRIM))
+        return span.model_copy(
+            update={"quote": kept, "start_char": start, "end_char": start + len(kept)}
+        )
+    return None
+
+
+def _payload_span(span: EvidenceSpan, value: str) -> EvidenceSpan:
+    narrowed = narrowed_span(span, value)
+    if narrowed is not None:
+        return narrowed
+    return span.model_copy(update={"quote": redact(span.quote)})
+
+
 def redacted_draft(draft: ClaimDraft) -> ClaimDraft:
-    """``draft`` with every secret of its fields (and quotes) replaced by its marker: what a
-    job payload may hold. The draft itself when it holds none (the usual case). The quotes
-    keep their offsets (they still say where in the event the claim rests): such a draft is
-    blocked by :func:`gate`, and its quote is never shown."""
+    """``draft`` as a job payload may hold it: a quote that holds a secret narrowed to the
+    clause of the claim's value (:func:`narrowed_span`: the claim then stands without the
+    secret), and every other secret of its fields and quotes replaced by its marker (such a
+    draft is blocked by :func:`gate`; its quote keeps its offsets and is never shown). The
+    draft itself when it holds none (the usual case)."""
     value = _redacted_value(draft)
     update: dict[str, object] = {
         "subject": redact(draft.subject),
@@ -355,10 +392,7 @@ def redacted_draft(draft: ClaimDraft) -> ClaimDraft:
         "value": value,
         "text": redact(draft.text),
         "qualifiers": tuple(redact(q) for q in draft.qualifiers),
-        "evidence": tuple(
-            e if (quote := redact(e.quote)) == e.quote else e.model_copy(update={"quote": quote})
-            for e in draft.evidence
-        ),
+        "evidence": tuple(_payload_span(e, value) for e in draft.evidence),
     }
     if all(update[name] == getattr(draft, name) for name in update):
         return draft

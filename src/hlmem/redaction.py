@@ -37,6 +37,8 @@ _TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 _ALNUM = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
 _LETTERS = frozenset("abcdefghijklmnopqrstuvwxyz")
 _MARKER = re.compile(r"\[REDACTED:[a-z_]+\]")
+#: what :func:`redact` puts in place of a secret
+MARKER = _MARKER
 _DIGIT_HINT = re.compile(r"[0-9]{4}[ -]?[0-9]{2}")
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _CJK = "\u3000-\u303f\u3400-\u9fff\uf900-\ufaff\uff00-\uffef"

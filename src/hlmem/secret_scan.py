@@ -11,9 +11,12 @@ once however many passes run, and a new version of the rules reads everything ag
 - an event whose text holds a secret gets its full-text row rewritten
   (:func:`hlmem.event_terms.event_body` leaves secrets out) and loses its vectors, which the
   embedder's backfill computes again from the text without its secrets;
-- a claim holding one (stored before the gate knew the phrasing) loses its vectors likewise
-  (its full-text row is rewritten by the ``reindex`` task, which builds rows without
-  secrets); the claim itself is left as stored, and every read shows it redacted;
+- a claim holding one (stored before the gate knew the phrasing) is redacted where it
+  stands (subject, predicate, value, text, qualifiers: the secret becomes its marker, the rest
+  stays, and so do its status, clocks and evidence links) and loses its vectors likewise; its
+  full-text row is rewritten by the ``reindex`` task, which builds rows from the claim as it
+  now reads. An evidence quote holding a secret is redacted too (its offsets still name the
+  span of the event);
 - a job's drafts are redacted (:func:`hlmem.admission.redacted_draft`), and so are its
   ``last_error`` and ``detail`` (a model's raw answer).
 
@@ -32,7 +35,7 @@ from pydantic import ValidationError
 
 from hlmem.admission import claim_secret, redacted_draft
 from hlmem.event_terms import event_body
-from hlmem.messages import ClaimsAdmitted, ClaimsProposed
+from hlmem.messages import ClaimDraft, ClaimsAdmitted, ClaimsProposed, EvidenceSpan
 from hlmem.redaction import RULES_VERSION, find_secrets, redact
 from hlmem.store import Store, SyncTx
 
@@ -55,6 +58,10 @@ class SecretScan:
     bodies: list[tuple[str, str]] = field(default_factory=list)
     #: (owner kind, owner id) whose vectors go
     vectors: list[tuple[str, str]] = field(default_factory=list)
+    #: (subject, predicate, value, text, qualifiers) redacted, the claim id, value and text as read
+    claims: list[tuple[Any, ...]] = field(default_factory=list)
+    #: (quote redacted, claim id, event id, quote as read)
+    quotes: list[tuple[str, str, str, str]] = field(default_factory=list)
     #: (payload, detail, last_error) new, the job id, and the three as read: a job changed
     #: since (a forget blanked its drafts) is left for the next version of the scan
     jobs: list[tuple[Any, ...]] = field(default_factory=list)
@@ -78,10 +85,12 @@ async def prepare(store: Store, limit: int) -> SecretScan:
         after = int(found[0][0]) if found else 0
         rows = await store.fetchall(f"secrets_scan_{walk}", {"after": after, "limit": limit})
         windows[walk] = (after, rows)
-    return await anyio.to_thread.run_sync(_scan, windows, limit)
+    claim_ids = json.dumps([r[1] for r in windows["claims"][1]])
+    quotes = await store.fetchall("secrets_scan_quotes", (claim_ids,))
+    return await anyio.to_thread.run_sync(_scan, windows, quotes, limit)
 
 
-def _scan(windows: dict[str, tuple[int, list[Any]]], limit: int) -> SecretScan:
+def _scan(windows: dict[str, tuple[int, list[Any]]], quotes: list[Any], limit: int) -> SecretScan:
     scan = SecretScan()
     for walk, (after, rows) in windows.items():
         scan.scanned += len(rows)
@@ -93,6 +102,10 @@ def _scan(windows: dict[str, tuple[int, list[Any]]], limit: int) -> SecretScan:
                 _claim(scan, row)
             else:
                 _job(scan, row)
+    for claim_id, event_id, quote in quotes:
+        shown = redact(quote)
+        if shown != quote:
+            scan.quotes.append((shown, claim_id, event_id, quote))
     return scan
 
 
@@ -108,8 +121,24 @@ def _event(scan: SecretScan, row: Any) -> None:
 
 def _claim(scan: SecretScan, row: Any) -> None:
     _, claim_id, subject, predicate, value, text, qualifiers = row
-    if claim_secret(subject, predicate, value, (text, *json.loads(qualifiers))):
-        scan.vectors.append(("claim", claim_id))
+    said = tuple(json.loads(qualifiers))
+    if not claim_secret(subject, predicate, value, (text, *said)):
+        return
+    scan.vectors.append(("claim", claim_id))
+    span = EvidenceSpan(event_id="-", quote="", start_char=0, end_char=0)
+    d = redacted_draft(
+        ClaimDraft(
+            subject=subject,
+            predicate=predicate,
+            value=value,
+            text=text,
+            language="und",
+            qualifiers=said,
+            evidence=(span,),
+        )
+    )
+    fields = (d.subject, d.predicate, d.value, d.text, json.dumps(list(d.qualifiers)))
+    scan.claims.append((*fields, claim_id, value, text))
 
 
 def _job(scan: SecretScan, row: Any) -> None:
@@ -144,13 +173,18 @@ def _redacted_payload(payload: str) -> str:
 
 def apply(tx: SyncTx, scan: SecretScan, now: str) -> int:
     """Write one tick of the scan and move its cursors; the rows rewritten (full-text rows,
-    jobs) and vector owners cleared."""
+    claims, quotes, jobs) and vector owners cleared."""
     if scan.bodies:
         tx.executemany("secrets_rewrite_event_body", scan.bodies)
+    if scan.claims:
+        tx.executemany("secrets_rewrite_claim", scan.claims)
+    if scan.quotes:
+        tx.executemany("secrets_rewrite_quote", scan.quotes)
     for owner in scan.vectors:
         tx.execute("vector_delete_owner", owner)
     if scan.jobs:
         tx.executemany("secrets_rewrite_job", scan.jobs)
     for walk, (cursor, _) in scan.cursors.items():
         tx.execute("maintenance_state_set", (state_name(walk), cursor, now))
-    return len(scan.bodies) + len(scan.jobs) + len(scan.vectors)
+    rewritten = (scan.bodies, scan.claims, scan.quotes, scan.jobs)
+    return sum(map(len, rewritten)) + len(scan.vectors)

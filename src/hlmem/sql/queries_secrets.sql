@@ -36,3 +36,18 @@ UPDATE recall_docs SET body = ? WHERE kind = 'event' AND item_id = ?;
 -- unless it changed since it was read.
 UPDATE jobs SET payload = ?, detail = ?, last_error = ?
 WHERE id = ? AND payload IS ? AND detail IS ? AND last_error IS ?;
+
+-- name: secrets_scan_quotes
+-- The evidence quotes of the given claims (JSON array of ids): (claim id, event id, quote).
+SELECT claim_id, event_id, quote FROM evidence
+WHERE claim_id IN (SELECT value FROM json_each(?));
+
+-- name: secrets_rewrite_claim
+-- (subject, predicate, value, text, qualifiers, id, and the value and text as read): a claim
+-- stored with a secret in it, redacted where it stands, unless it changed since it was read.
+UPDATE claims SET subject = ?, predicate = ?, value = ?, text = ?, qualifiers = ?
+WHERE id = ? AND value IS ? AND text IS ?;
+
+-- name: secrets_rewrite_quote
+-- (quote, claim id, event id, the quote as read): an evidence quote without its secret.
+UPDATE evidence SET quote = ? WHERE claim_id = ? AND event_id = ? AND quote IS ?;

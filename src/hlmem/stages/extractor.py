@@ -23,7 +23,8 @@ Nothing derived here holds a secret: full-text bodies leave secrets out
 (:func:`hlmem.admission.redacted_draft`: admission then blocks it as ``secret:<kind>``, and its
 key derives from the redacted content, so no key is a hash of a password), a model is sent the
 window with its secrets replaced by markers (its quotes are found back in the event's own
-text), and a dead-lettered answer is kept redacted.
+text), and a dead-lettered answer is kept redacted (and without the window's secrets, should
+a model echo one).
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ from hlmem.messages import (
 )
 from hlmem.providers import ChatMessage, ChatRequest
 from hlmem.queue import JobSpec
-from hlmem.redaction import redact
+from hlmem.redaction import find_secrets, redact
 from hlmem.rules import NAME as RULES_NAME
 from hlmem.rules import RulesExtractor
 from hlmem.stages.base import Stage
@@ -316,7 +317,9 @@ class Extractor(Stage[Extracted]):
                 drafts = prompts.parse_extraction(answer.text, shown)
             except BadProviderOutput as exc:
                 if attempt == cfg.repair_attempts:
-                    w.error = ExtractionFailed(redact(exc.detail), redact(answer.text))
+                    known = _secrets_of(w.window)
+                    raw, detail = _without(answer.text, known), _without(exc.detail, known)
+                    w.error = ExtractionFailed(detail, raw)
                     return
                 messages = [
                     *messages,
@@ -424,11 +427,34 @@ def _redacted_window(window: WindowText) -> WindowText:
     return window.model_copy(update={"pieces": pieces})
 
 
+def _secrets_of(window: WindowText) -> list[tuple[str, str]]:
+    """The secrets said in ``window`` (of 4 characters or more), longest first, with their
+    kinds: what a dead letter must not keep, even when a model echoes one bare."""
+    found = {
+        p.text[start:end]: kind
+        for p in window.pieces
+        for start, end, kind in find_secrets(p.text)
+        if end - start >= 4
+    }
+    return sorted(found.items(), key=lambda item: -len(item[0]))
+
+
+def _without(text: str, known: list[tuple[str, str]]) -> str:
+    text = redact(text)
+    for secret, kind in known:
+        text = text.replace(secret, f"[REDACTED:{kind}]")
+    return text
+
+
 def _in_event_text(draft: ClaimDraft, window: WindowText) -> ClaimDraft:
     """A draft parsed from the redacted window, its quotes' offsets found again in the events'
-    own text. A quote holding a marker keeps it (admission blocks such a draft as a secret)."""
+    own text. A quote holding a marker is first narrowed to the clause of the claim's value
+    (:func:`hlmem.admission.narrowed_span`); one that cannot be keeps its marker (admission
+    blocks such a draft as a secret)."""
     spans = []
     for span in draft.evidence:
+        if "[REDACTED:" in span.quote:
+            span = admission.narrowed_span(span, draft.value) or span
         if "[REDACTED:" not in span.quote:
             for piece in window.pieces:
                 at = piece.text.find(span.quote) if piece.event_id == span.event_id else -1
