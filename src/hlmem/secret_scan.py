@@ -41,7 +41,10 @@ from hlmem.store import Store, SyncTx
 
 #: the three walks, in the order a tick takes them
 WALKS = ("events", "claims", "jobs")
-_PAYLOADS = {"claims_proposed": ClaimsProposed, "claims_admitted": ClaimsAdmitted}
+_PAYLOADS: dict[str, type[ClaimsProposed | ClaimsAdmitted]] = {
+    "claims_proposed": ClaimsProposed,
+    "claims_admitted": ClaimsAdmitted,
+}
 
 
 def state_name(walk: str) -> str:
