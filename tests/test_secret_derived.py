@@ -15,10 +15,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import connect_raw, fast_config, rows, scalar
+from helpers import connect_raw, fast_config, rows, scalar, wait_until
 from scripted_provider import ScriptedProvider, chat_reply
+from secret_phrasings import LEAKS_ZH, SAFE_ZH
 from test_model_extraction import model_config
-from test_secret_phrasings import _derived_texts, _found
+from test_offload import CHILD_READY_S, offload_config, offloader
+from test_secret_phrasings import _derived_texts, _found, _vectors_not_of_scrubbed_text
 
 import hlmem
 from hlmem.admission import GATE_PASSED, gate, redacted_draft
@@ -132,6 +134,30 @@ async def test_a_vector_is_of_the_text_without_its_secrets_even_cut_at_the_limit
         got = np.frombuffer(blob, dtype=np.float32)
         assert np.allclose(got, embedder.embed([scrub(content)[:limit]])[0], atol=1e-6)
         assert not np.allclose(got, embedder.embed([content[:limit]])[0], atol=1e-6)
+
+
+# --- the CPU helper child ---------------------------------------------------------------------
+
+
+async def test_the_helper_child_derives_nothing_with_a_secret_either(db_path: Path) -> None:
+    cfg = offload_config()
+    said = [t for t, _ in LEAKS_ZH] + [t for t, _ in SAFE_ZH]
+    async with hlmem.open(db_path, config=cfg, clock=ManualClock()) as mem:
+        off = offloader(mem)
+        await mem.add_event("warm-up", "我主要用深色模式")  # in the thread: the child starts
+        await mem.flush()
+        await mem.drain(timeout_s=30)
+        await wait_until(lambda: off.pid is not None, timeout_s=CHILD_READY_S)
+        for n, text in enumerate(said):
+            await mem.add_event(f"s{n}", text)
+        await mem.flush()
+        await mem.drain(timeout_s=120)
+        served = dict(off.served)
+    assert served["extract"] > 0 and served["embed"] > 0
+    secrets = {s: t for t, ss in LEAKS_ZH for s in ss}
+    assert _found(_derived_texts(db_path), secrets) == []
+    dim, limit = cfg.embedder.dim, cfg.embedder.event_max_chars
+    assert _vectors_not_of_scrubbed_text(db_path, dim, limit) == []
 
 
 # --- structured writes ------------------------------------------------------------------------

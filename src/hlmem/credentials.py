@@ -88,8 +88,14 @@ _ANCHORS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
 )
 #: lowercase substrings without which no cue can match (the fast path of a text)
 HINTS = tuple(h for h, _, _ in _ANCHORS)
-KINDS = {"pw": "password", "pin": "password", "code": "verification_code", "login": "password"}
-KINDS["pass"] = "password"
+#: the kind of secret each cue family names
+KINDS = {
+    "pw": "password",
+    "pass": "password",
+    "pin": "password",
+    "login": "password",
+    "code": "verification_code",
+}
 
 # An assignment between a cue and its value.
 _SET_ZH = (
@@ -105,6 +111,7 @@ _SET_EN = (
     r"|(?:changed|set|reset|updated)\s+to)(?![a-z])"
 )
 _SET_SYM = r"(?:[:=：]|=>|->)"
+_SYMBOL = re.compile(_SET_SYM)
 _QUALIFIER = r"(?:\s+(?:for|of|to|on|at|in)(?:\s+[^\s:=：，。,;；!?！？\"'“”]{1,32}){1,4}?)?"
 _GLUED_TAIL = r"(?:[_-][a-z0-9_-]{0,24}(?=[\"']?\s*[:=：]))?"  # DB_PASSWORD_PROD=...
 _AFTER_SET = re.compile(
@@ -161,14 +168,13 @@ _WORD_ENDINGS = ("ing", "ed", "able", "ible", "ive", "ful", "less", "ous", "ly",
 _STOP = frozenset(
     "yes no true false off is was the a an my mine your yours his her hers their our ours its "
     "incorrect wrong correct right invalid valid required expired empty blank missing changed "
-    "reset set same different "
-    "strong weak secure insecure safe hidden stored saved encrypted hashed needed optional "
-    "mandatory too not very still already now also being been what unknown forgotten long short "
-    "protected ok fine good bad new old updated none null n/a na tbd here below above there in "
-    "on at for to of and or that this it manager managers field policy rules requirements see "
-    "please check enter type use click follow case sensitive simple easy hard complicated "
-    "complex secret private personal only just something anything nothing same same-as like "
-    "unchanged different default temporary temp".split()
+    "reset set same different strong weak secure insecure safe hidden stored saved encrypted "
+    "hashed needed optional mandatory too not very still already now also being been what "
+    "unknown forgotten long short protected ok fine good bad new old updated none null n/a na "
+    "tbd here below above there in on at for to of and or that this it manager managers field "
+    "policy rules requirements see please check enter type use click follow case sensitive "
+    "simple easy hard complicated complex secret private personal only just something "
+    "anything nothing same same-as like unchanged different default temporary temp".split()
 )
 
 
@@ -176,12 +182,15 @@ def _has_letter(value: str) -> bool:
     return any(c.isalpha() for c in value)
 
 
-def _numeric(value: str, low: str, end: int) -> bool:
-    """4 to 16 ASCII digits, not a quantity ("8位", "90 days")."""
-    if not (4 <= len(value) <= 16 and value.isascii() and value.isdigit()):
-        return False
+def _quantity(low: str, end: int) -> bool:
+    """Whether the number ending at ``end`` counts something ("8位", "90 days", "12 chars")."""
     after = low[end : end + 1]
-    return not (after and after in _UNITS_ZH) and not _UNITS_EN.match(low, end)
+    return bool(after and after in _UNITS_ZH) or _UNITS_EN.match(low, end) is not None
+
+
+def _numeric(value: str, low: str, end: int) -> bool:
+    """4 to 16 ASCII digits, not a quantity."""
+    return 4 <= len(value) <= 16 and value.isascii() and value.isdigit() and not _quantity(low, end)
 
 
 def _shaped(value: str, low: str, end: int) -> bool:
@@ -243,7 +252,7 @@ def _after(
     # "changed my password to X": "to" only introduces a value shaped like a secret ("send
     # the password to alice" names who gets it)
     assigned = m is not None and m.group("to") is None
-    if family == "pass" and not (m is not None and re.fullmatch(_SET_SYM, m.group("set"))):
+    if family == "pass" and not (m is not None and _SYMBOL.fullmatch(m.group("set"))):
         return [], assigned
     if family == "login":
         return _pair(text, low, m.end() if m else cue_end), assigned
@@ -280,15 +289,9 @@ def _fits(family: str, text: str, low: str, span: tuple[int, int], *, assigned: 
         return _numeric(value, low, span[1]) or (
             len(value) >= 4 and any(c.isdigit() for c in value) and _shaped(value, low, span[1])
         )
-    if assigned:
-        return _assigned(value) and not (value.isdigit() and not _numeric_ok(value, low, span[1]))
+    if assigned:  # a number after one is no quantity either ("is 1000 times better")
+        return _assigned(value) and not (value.isdigit() and _quantity(low, span[1]))
     return _shaped(value, low, span[1])
-
-
-def _numeric_ok(value: str, low: str, end: int) -> bool:
-    """A number after an assignment: not a quantity ("密码是 8 位", "is 12 characters")."""
-    after = low[end : end + 1]
-    return not (after and after in _UNITS_ZH) and not _UNITS_EN.match(low, end)
 
 
 def _pair(text: str, low: str, pos: int) -> list[tuple[int, int]]:
