@@ -6,12 +6,23 @@ Every secret below is fake and assembled at run time, so that no scanner flags t
 from __future__ import annotations
 
 import itertools
+import sys
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from secret_phrasings import LEAKS, SAFE
 
-from hlmem.redaction import SECRET_KINDS, cn_id_valid, find_secrets, luhn_valid, redact
+from hlmem.redaction import (
+    SECRET_KINDS,
+    cn_id_valid,
+    find_secrets,
+    luhn_valid,
+    redact,
+    scrub,
+    secret_kind,
+)
 
 ALNUM = "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xY"
 HEX40 = "4a7b9c2d1e8f3a6b5c4d7e9f0a1b2c3d4e5f6a7b"
@@ -193,7 +204,9 @@ def test_redaction_never_raises() -> None:
 
 
 FRAGMENTS = [
-    "密码是abc12345", "password: hunter22", "sk-" + ALNUM + ALNUM[:16], "4111 1111 1111 1111",
+    "密码是abc12345", "password: hunter22", "root pw ", "Tr0ub4dor&10", " is my wifi password",
+    "支付密码 654321", "my login is alice / ", "验证码", "都是 ", "和QQ密码", "用户名 ", "pin ",
+    "sk-" + ALNUM + ALNUM[:16], "4111 1111 1111 1111",
     CN_ID, "api_key=k3y" + ALNUM[:13], "https://u:pw123456@h", "token", "密钥", "好的", "，",
     " ", "\n", "v1.2.3", "13800138000", HEX40, "[REDACTED:x]", "deploy", "我喜欢深色模式",
 ]  # fmt: skip
@@ -208,3 +221,84 @@ def test_redaction_is_idempotent_and_spans_are_ordered(parts: list[str]) -> None
     assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
     once = redact(text)
     assert redact(once) == once
+
+
+# --- credentials said in words (hlmem.credentials): the phrasings table -----------------------
+
+
+@pytest.mark.parametrize(("text", "secrets"), LEAKS, ids=[t for t, _ in LEAKS])
+def test_a_credential_is_found_whatever_the_phrasing(text: str, secrets: tuple[str, ...]) -> None:
+    shown = redact(text)
+    for secret in secrets:
+        assert secret not in shown
+    kinds = {kind for _, _, kind in find_secrets(text)}
+    assert kinds <= {"password", "verification_code"} and kinds
+    # only the secrets go: the text around them stays as it was
+    rest = text
+    for secret in secrets:
+        rest = rest.replace(secret, "\x00")
+    assert [p for p in rest.split("\x00")] == _between_markers(shown)
+
+
+def _between_markers(shown: str) -> list[str]:
+    import re
+
+    return re.split(r"\[REDACTED:[a-z_]+\]", shown)
+
+
+@pytest.mark.parametrize(("text", "value"), SAFE, ids=[t for t, _ in SAFE])
+def test_talking_about_a_password_is_no_secret(text: str, value: str | None) -> None:
+    assert find_secrets(text) == []
+    assert redact(text) == text == scrub(text)
+
+
+def test_a_login_pair_loses_its_password_and_keeps_its_user_name() -> None:
+    assert redact("my login is alice / Tr0ub4dor&9") == "my login is alice / [REDACTED:password]"
+    assert redact("登录账号 lisi / Lisi#8899") == "登录账号 lisi / [REDACTED:password]"
+    assert redact("my login is alice") == "my login is alice"
+
+
+def test_a_verification_code_has_its_own_kind() -> None:
+    assert redact("验证码 482913") == "验证码 [REDACTED:verification_code]"
+    assert secret_kind("your verification code is 482913") == "verification_code"
+    assert secret_kind("[REDACTED:verification_code] was sent") == "verification_code"
+    assert secret_kind("我喜欢喝咖啡") is None
+
+
+def test_scrub_leaves_no_marker_for_an_index_to_match() -> None:
+    text = "my wifi password is hunter2abc, the code is in the drawer"
+    assert redact(text) == "my wifi password is [REDACTED:password], the code is in the drawer"
+    assert scrub(text) == "my wifi password is  , the code is in the drawer"
+    assert "REDACTED" not in scrub("[REDACTED:password] typed by hand")
+
+
+def _calls(fn: Callable[[], object]) -> int:
+    """Python and C function calls made by ``fn``: a count, not a clock."""
+    n = 0
+
+    def count(frame: object, event: str, arg: object) -> None:
+        nonlocal n
+        if event in ("call", "c_call"):
+            n += 1
+
+    sys.setprofile(count)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return n
+
+
+@pytest.mark.parametrize(
+    "unit",
+    [
+        "密码是", "pw:", "password ", "pin 1234 ", "Tr0ub4dor&1 is my password ", "密码我",
+        "login alice/Tr0ub4dor&9 ", "verification code ", "account ", 'password "', "支付密码 ",
+    ],
+)  # fmt: skip
+def test_redaction_work_grows_linearly_with_the_text(unit: str) -> None:
+    # bench/redaction.py times the same inputs; here the calls are counted, which a slow
+    # machine cannot change: ten times the text, at most about ten times the calls.
+    small, large = ((unit * (n // len(unit) + 1))[:n] for n in (5_000, 50_000))
+    ratio = _calls(lambda: redact(large)) / _calls(lambda: redact(small))
+    assert ratio < 11.5

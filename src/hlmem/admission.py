@@ -12,7 +12,10 @@ Three pure, synchronous functions decide what may become a memory:
   (acknowledgements, momentary commands) and secrets are blocked; the mode does not apply.
 
 Secrets are found by :mod:`hlmem.redaction`; :func:`find_secrets` and :func:`redact` are
-re-exported here, where callers have always found them.
+re-exported here, where callers have always found them. A proposed claim is redacted
+(:func:`redacted_draft`) before it is written to a job payload, so the gate also blocks a draft
+holding the marker of a secret (``secret:<kind>``): explain's decision names the kind, never
+the secret.
 
 This module does no I/O, holds no state and never logs memory text. Every rule is a regular
 expression compiled at import, so results are reproducible and explainable: each
@@ -24,10 +27,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import TYPE_CHECKING, Literal
 
 from hlmem.errors import ConfigError
-from hlmem.messages import ClaimDraft, OriginClass, Role, SessionKind
+from hlmem.messages import ClaimDraft, EvidenceSpan, OriginClass, Role, SessionKind
+from hlmem.redaction import MARKER, secret_kind
 from hlmem.redaction import find_secrets as find_secrets
 from hlmem.redaction import redact as redact
 from hlmem.text import nfkc
@@ -304,14 +309,9 @@ def gate(draft: ClaimDraft) -> Decision:
     kept when the claim's text says more than the value ("用户姓王", "User is vegetarian");
     a value that is only a pronoun never is, because its referent is lost.
     """
-    for field in (draft.subject, draft.predicate, draft.value, draft.text, *draft.qualifiers):
-        found = find_secrets(field)
-        if found:
-            return Decision("block", f"secret:{found[0][2]}")
-    for span in draft.evidence:
-        found = find_secrets(span.quote)
-        if found:
-            return Decision("block", f"secret:{found[0][2]}")
+    kind = _secret_of(draft)
+    if kind is not None:
+        return Decision("block", f"secret:{kind}")
     value = _letters(draft.value)
     if not value:
         return Decision("block", "no_content")
@@ -321,6 +321,97 @@ def gate(draft: ClaimDraft) -> Decision:
     if pronouns_only or (len(value) == 1 and not _says_more(draft, value)):
         return Decision("block", "no_content")
     return Decision("admit", GATE_PASSED)
+
+
+def _named(subject: str, predicate: str) -> str:
+    """What a value is said under ("user wifi password: " before "hunter2abc"): a value that
+    is a secret only under a secret's name ("wifi_password") is found after it."""
+    return f"{subject} {predicate.replace('_', ' ')}: "
+
+
+def claim_secret(subject: str, predicate: str, value: str, texts: Iterable[str]) -> str | None:
+    """The kind of the first secret (or redaction marker) in a claim's fields and ``texts``
+    (its text, qualifiers, quotes), or None: what :func:`gate` blocks, what an import refuses."""
+    for field in (subject, predicate, value, *texts):
+        kind = secret_kind(field)
+        if kind is not None:
+            return kind
+    return secret_kind(_named(subject, predicate) + value)
+
+
+def _secret_of(draft: ClaimDraft) -> str | None:
+    texts = (draft.text, *draft.qualifiers, *(span.quote for span in draft.evidence))
+    return claim_secret(draft.subject, draft.predicate, draft.value, texts)
+
+
+_CLAUSE_END = re.compile(r"[，,;；。!?！？\n]|\.(?=\s|$)")
+_QUOTE_TRIM = " \t\r\n，,;；。.!?！？:：、"
+
+
+def narrowed_span(span: EvidenceSpan, value: str) -> EvidenceSpan | None:
+    """A quote that holds a secret (or its marker) narrowed to the clause that holds the
+    claim's value and no secret ("我叫小明，我的密码是 X" -> "我叫小明"), its offsets moved
+    with it; the span itself when its quote holds no secret; None when no such clause is
+    there (the claim then rests on the secret: it is blocked)."""
+    quote = span.quote
+    secrets = [(s, e) for s, e, _ in find_secrets(quote)]
+    if "[REDACTED:" in quote:
+        secrets += [m.span() for m in MARKER.finditer(quote)]
+    if not secrets:
+        return span
+    bounds = [0, *(m.end() for m in _CLAUSE_END.finditer(quote)), len(quote)]
+    for a, b in pairwise(bounds):
+        part = quote[a:b]
+        if a >= b or not value or value not in part or any(s < b and e > a for s, e in secrets):
+            continue
+        kept = part.strip(_QUOTE_TRIM)
+        start = span.start_char + a + len(part) - len(part.lstrip(_QUOTE_TRIM))
+        return span.model_copy(
+            update={"quote": kept, "start_char": start, "end_char": start + len(kept)}
+        )
+    return None
+
+
+def _payload_span(span: EvidenceSpan, value: str) -> EvidenceSpan:
+    narrowed = narrowed_span(span, value)
+    if narrowed is not None:
+        return narrowed
+    return span.model_copy(update={"quote": redact(span.quote)})
+
+
+def redacted_draft(draft: ClaimDraft) -> ClaimDraft:
+    """``draft`` as a job payload may hold it: a quote that holds a secret narrowed to the
+    clause of the claim's value (:func:`narrowed_span`: the claim then stands without the
+    secret), and every other secret of its fields and quotes replaced by its marker (such a
+    draft is blocked by :func:`gate`; its quote keeps its offsets and is never shown). The
+    draft itself when it holds none (the usual case)."""
+    value = _redacted_value(draft)
+    update: dict[str, object] = {
+        "subject": redact(draft.subject),
+        "predicate": redact(draft.predicate),
+        "value": value,
+        "text": redact(draft.text),
+        "qualifiers": tuple(redact(q) for q in draft.qualifiers),
+        "evidence": tuple(_payload_span(e, value) for e in draft.evidence),
+    }
+    if all(update[name] == getattr(draft, name) for name in update):
+        return draft
+    return draft.model_copy(update=update)
+
+
+def _redacted_value(draft: ClaimDraft) -> str:
+    value = redact(draft.value)
+    if value != draft.value:
+        return value
+    head = _named(draft.subject, draft.predicate)
+    spans = [
+        (max(0, s - len(head)), e - len(head), kind)
+        for s, e, kind in find_secrets(head + value)
+        if e > len(head)
+    ]
+    for start, end, kind in reversed(spans):
+        value = f"{value[:start]}[REDACTED:{kind}]{value[end:]}"
+    return value
 
 
 def window_worth_extracting(pieces: Iterable[tuple[str, str]]) -> bool:

@@ -87,6 +87,8 @@ def _maintenance_text(r: MaintenanceReport) -> str:
             f"  reindex:   {r.reindex.rewritten} full-text rows rewritten of "
             f"{r.reindex.scanned}; observations archived {r.reindex.observations_archived}, "
             f"waiting {r.reindex.observations_waiting}",
+            f"  secrets:   {r.reindex.secrets_rewritten} derived rows freed of a secret, of "
+            f"{r.reindex.secrets_scanned} scanned",
             f"  hygiene:   {r.hygiene.jobs_purged} done jobs purged, "
             f"{r.hygiene.vector_log_pruned} vector deletions pruned",
         ]

@@ -8,6 +8,10 @@ match_expression`, jieba in search mode, which emits those short words) finds th
 else is indexed as :func:`hlmem.segment.index_text` indexes it (the same function), so a query
 finds a word, a number, a version or a compound in an event as in a claim
 (``tests/test_segment.py`` checks that every query term of a text finds that text's body).
+
+A body never holds a secret: the text is :func:`hlmem.redaction.scrub`-bed first (secrets
+out, and no marker left for a query to match), so searching for a password finds nothing,
+whether it is the right one or a wrong guess.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import re
 from operator import add
 
+from hlmem.redaction import scrub
 from hlmem.segment import DIGIT_COMMA, HAN_RUN, other_tokens
 from hlmem.text import normalize
 
@@ -53,9 +58,10 @@ def _other_tokens(chunk: str) -> list[str]:
 
 
 def event_body(text: str) -> str:
-    """The FTS body of an event's text: Han n-grams and the other tokens as in claims."""
+    """The FTS body of an event's text, its secrets left out: Han n-grams and the other
+    tokens as in claims."""
     tokens: list[str] = []
-    text = DIGIT_COMMA.sub("", normalize(text))
+    text = DIGIT_COMMA.sub("", normalize(scrub(text)))
     for index, chunk in enumerate(HAN_RUN.split(text)):
         if not chunk:
             continue

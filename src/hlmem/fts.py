@@ -5,7 +5,8 @@ its own transaction) and forget deletes it (``fts_delete``); recall reads with
 :func:`fts_search`, whose ranked hits it fuses with the vector channel. Segmentation and
 query safety live in :mod:`hlmem.segment`, the tables in migration ``0004_recall_fts.sql``.
 This module decides nothing about claim status or time: recall filters hits by joining the
-claims and events they name.
+claims and events they name. No row holds a secret: every body is built from the text with its
+secrets left out (:func:`hlmem.redaction.scrub`), claims' as events'.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import anyio
 from hlmem.errors import InputError
 from hlmem.event_terms import event_body, han_grams
 from hlmem.lexicon import Lexicon, default_lexicon
+from hlmem.redaction import scrub
 from hlmem.segment import index_text, query_terms, quote, spelled_apart
 from hlmem.store import Store, SyncReader
 
@@ -49,9 +51,9 @@ class FtsHit:
 
 
 def fts_row(kind: FtsKind, item_id: str, namespace: str, text: str) -> tuple[str, str, str, str]:
-    """The parameters of ``fts_insert`` for one item: its text segmented by
+    """The parameters of ``fts_insert`` for one item: its text, secrets left out, segmented by
     :func:`hlmem.segment.index_text` (CPU-bound: batch it in a worker thread)."""
-    return (kind, item_id, namespace, index_text(text))
+    return (kind, item_id, namespace, index_text(scrub(text)))
 
 
 def claim_search_text(text: str, value: str, predicate: str, slot_words: list[str]) -> str:

@@ -22,6 +22,7 @@ from typing import Any, Literal
 import anyio
 
 from hlmem import atoms
+from hlmem.admission import claim_secret
 from hlmem.clock import iso
 from hlmem.config import Config
 from hlmem.event_terms import event_body
@@ -47,6 +48,7 @@ from hlmem.portable import (
     validate_file,
 )
 from hlmem.queue import JobQueue, JobSpec
+from hlmem.redaction import find_secrets
 from hlmem.slots import claim_hash, slot_key, value_key
 from hlmem.stages.embedder import BACKFILL_KEY
 from hlmem.store import Store, SyncTx
@@ -78,6 +80,8 @@ class _State:
     #: claims inserted by this import, with the successor the file names
     new_claims: dict[str, str | None] = field(default_factory=dict)
     new_events: set[str] = field(default_factory=set)
+    #: imported events holding a secret: their file vectors are not kept (re-embedded redacted)
+    secret_events: set[str] = field(default_factory=set)
     pending: list[str] = field(default_factory=list)
     counts: dict[str, dict[str, int]] = field(
         default_factory=lambda: {
@@ -199,6 +203,7 @@ class Importer:
                 for e in events
             ]
             fts = {e.id: ("event", e.id, e.namespace, event_body(e.content)) for e in events}
+            state.secret_events |= {e.id for e in events if find_secrets(e.content)}
             return rows, fts
 
         # The extractor's own full-text row of an event (its body is already segmented).
@@ -310,7 +315,8 @@ class Importer:
         for r in records:
             assert isinstance(r, VectorRecord)
             owners = state.new_claims if r.owner_kind == "claim" else state.new_events
-            if state.reuse_vectors and r.owner_id in owners:
+            kept = r.owner_kind != "event" or r.owner_id not in state.secret_events
+            if state.reuse_vectors and r.owner_id in owners and kept:
                 rows.append(
                     (
                         r.owner_kind,
@@ -374,6 +380,10 @@ class Importer:
                 r = d.record
                 if r.id in known:
                     d.outcome, d.target = "duplicate", known[r.id]
+                    continue
+                texts = (r.text, *r.qualifiers, *(e.quote for e in r.evidence))
+                if claim_secret(r.subject, r.predicate, r.value, texts):  # never a claim
+                    d.outcome = "refused"
                     continue
                 self._dedup(d, same.get((r.namespace, d.chash), []), slots)
                 if d.outcome == "new":
@@ -449,7 +459,7 @@ class Importer:
         claims, evidence, merges, entities, links, fts = [], [], [], [], [], []
         for d in decisions:
             r = d.record
-            if d.outcome == "duplicate":
+            if d.outcome in ("duplicate", "refused"):
                 continue
             if (
                 ("claim", r.id) in hits

@@ -18,6 +18,7 @@ from typing import Literal, NamedTuple
 
 from pydantic import ValidationError
 
+from hlmem.admission import redacted_draft
 from hlmem.clock import Clock, wall
 from hlmem.config import Config
 from hlmem.errors import InputError
@@ -124,7 +125,7 @@ async def remember_commit(
     candidate = Candidate(
         key=derived_id("clm", "remember", row[0]),
         namespace=ns,
-        draft=draft.model_copy(update={"evidence": (evidence,)}),
+        draft=redacted_draft(draft.model_copy(update={"evidence": (evidence,)})),  # a payload
         recorded_at=occurred,
         source="remember",
         extractor="remember",

@@ -319,7 +319,7 @@ class EmbedClaims(_Frozen):
 # --- maintenance ------------------------------------------------------------------------------
 
 MaintenanceTask = Literal[
-    "ttl", "lifecycle", "dedup", "reindex", "observations", "jobs", "vector_log"
+    "ttl", "lifecycle", "dedup", "reindex", "secrets", "observations", "jobs", "vector_log"
 ]
 
 
@@ -354,11 +354,14 @@ class ConvergeReport(_Frozen):
 
 
 class ReindexReport(_Frozen):
-    """Re-derivation: claims whose full-text row was missing or stale, rewritten; flagged
-    observations archived (no active source left) or still waiting for a deriver."""
+    """Re-derivation: claims whose full-text row was missing or stale, rewritten; rows looked
+    at by the secrets scan, and what it took a secret out of (full-text rows, jobs, vector
+    owners); flagged observations archived (no active source left) or still waiting."""
 
     scanned: int = 0
     rewritten: int = 0
+    secrets_scanned: int = 0
+    secrets_rewritten: int = 0
     observations_archived: int = 0
     observations_waiting: int = 0
 

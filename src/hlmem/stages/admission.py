@@ -17,7 +17,9 @@ among the last :data:`REQUEST_LOOKBACK_EVENTS`, that could hold a memory at all
 acknowledgements, thanks and bare requests are skipped). Whatever claims rest on the target are
 forgotten as a retraction (:mod:`hlmem.forget`: a value it had replaced is believed again), its
 candidates still in this batch are blocked, and the event itself is deleted, even when it gave
-no claim (a password said by mistake). While the target's window is not extracted yet, or its
+no claim (a password said by mistake). A candidate blocked as a secret whose payload still holds
+it (a job written before drafts were redacted at extraction) has its payload redacted when its
+job completes. While the target's window is not extracted yet, or its
 admitted candidates are still on their way, the request's job waits
 (:class:`~hlmem.errors.ForgetPending`, retried with backoff), so that no claim of it escapes.
 """
@@ -191,14 +193,15 @@ class Admission(Stage[_Gated]):
     def apply(self, tx: SyncTx, jobs: list[Job], prepared: _Gated) -> list[JobSpec]:
         mine = {j.id for j in jobs}
         now = iso(self.clock.now())
-        targeted: set[str] = set()
+        replaced: dict[str, Candidate] = {}
         for r in prepared.requests:
             if r.job_id in mine and r.target is not None:
                 apply_forget(tx, _retraction(r, sorted(mine)), now, dry_run=False)
-                targeted |= {c.key for c in r.in_batch}
-        if targeted:
-            _scrub_jobs(tx, jobs, targeted)
+                replaced |= {c.key: _scrubbed(c) for c in r.in_batch}
         items = [(c, d) for job_id, c, d in prepared.items if job_id in mine]
+        replaced |= _unredacted(items, replaced)
+        if replaced:
+            _scrub_jobs(tx, jobs, replaced)
         tx.executemany(
             "insert_admission_decision",
             [
@@ -212,16 +215,30 @@ class Admission(Stage[_Gated]):
         return [JobSpec("dedup", ClaimsAdmitted(candidates=admitted), size=len(admitted))]
 
 
-def _scrub_jobs(tx: SyncTx, jobs: list[Job], keys: set[str]) -> None:
-    """Blank the retracted candidates in the payloads of this batch's jobs, which stay in the
-    job table once done: a forgotten statement must not live on there."""
+def _unredacted(
+    items: list[tuple[Candidate, admission.Decision]], replaced: dict[str, Candidate]
+) -> dict[str, Candidate]:
+    """The candidates blocked as secrets whose payload still holds the secret (a job written
+    before drafts were redacted, or by a writer that did not redact), redacted."""
+    out: dict[str, Candidate] = {}
+    for c, d in items:
+        if d.rule.startswith("secret:") and c.key not in replaced:
+            draft = admission.redacted_draft(c.draft)
+            if draft is not c.draft:
+                out[c.key] = c.model_copy(update={"draft": draft})
+    return out
+
+
+def _scrub_jobs(tx: SyncTx, jobs: list[Job], replaced: dict[str, Candidate]) -> None:
+    """Rewrite candidates in the payloads of this batch's jobs, which stay in the job table
+    once done: a forgotten statement (blanked) or a secret (redacted) must not live on there."""
     for job in jobs:
         payload = job.payload
         if not isinstance(payload, ClaimsProposed):
             continue
-        if not any(c.key in keys for c in payload.candidates):
+        if not any(c.key in replaced for c in payload.candidates):
             continue
-        kept = tuple(_scrubbed(c) if c.key in keys else c for c in payload.candidates)
+        kept = tuple(replaced.get(c.key, c) for c in payload.candidates)
         tx.execute("forget_scrub_job", (ClaimsProposed(candidates=kept).model_dump_json(), job.id))
 
 

@@ -3,7 +3,10 @@ version hash.
 
 Claims arrive from conflict once placed; raw events from the extractor once their window is
 indexed for full-text recall, so recall's vector channel covers what no extractor turned into a
-claim. An event is embedded by its first ``embedder.event_max_chars`` characters. Texts are
+claim. An event is embedded by the first ``embedder.event_max_chars`` characters of its text
+with its secrets left out (:func:`hlmem.redaction.scrub`, on the whole text, so that no secret
+cut at the limit slips through), claims by their text likewise: a vector never encodes a
+secret, and a provider embedder never receives one. Texts are
 embedded in batches of ``embedder.batch_size``: by the local embedder (in a worker thread, or
 for a big batch in the pipeline's CPU helper child, :mod:`hlmem.offload`; no model, no network)
 or through the gateway's embeddings call. A vector row is keyed by (owner, model id) and
@@ -34,6 +37,7 @@ from hlmem.gateway import Gateway
 from hlmem.messages import EmbedClaims, Job
 from hlmem.providers import EmbedRequest
 from hlmem.queue import JobSpec
+from hlmem.redaction import scrub
 from hlmem.stages.base import Stage
 from hlmem.store import Store, SyncTx
 from hlmem.text import content_hash
@@ -42,6 +46,9 @@ if TYPE_CHECKING:  # not imported at run time: ``python -m hlmem.offload`` must 
     from hlmem.offload import Offloader
 
 BACKFILL_KEY = "embedder:backfill"
+#: events are read up to this many times ``event_max_chars``; a longer one is read whole, so
+#: that its secrets are found before it is cut
+_READ_FACTOR = 2
 
 Vectors = np.ndarray[Any, np.dtype[np.float32]]
 
@@ -95,7 +102,7 @@ class Embedder(Stage[_Embedded]):
         event_ids = [i for a in asks for i in a.event_ids]
         backfill = any(a.backfill for a in asks)
         model = self._model
-        events = {**model, "max_chars": self.cfg.event_max_chars}
+        events = {**model, "max_chars": self.cfg.event_max_chars * _READ_FACTOR}
         # (kind, id) -> (text, namespace); a claim's namespace is filled by a trigger
         texts: dict[tuple[str, str], tuple[str, str | None]] = {}
         if claim_ids:
@@ -116,8 +123,27 @@ class Embedder(Stage[_Embedded]):
                 rows = await self.store.fetchall("events_lacking_vectors", {**events, **limit})
                 texts.update((("event", r[0]), (r[1], r[2])) for r in rows)
         owners = [(kind, i, ns) for (kind, i), (_, ns) in texts.items()]
-        vectors = await self._embed([text for text, _ in texts.values()], jobs)
+        shown = await self._scrubbed([(kind, t) for (kind, _), (t, _) in texts.items()], owners)
+        vectors = await self._embed(shown, jobs)
         return _Embedded(owners, vectors, backfill)
+
+    async def _scrubbed(
+        self, texts: list[tuple[str, str]], owners: list[tuple[str, str, str | None]]
+    ) -> list[str]:
+        """What is embedded: each text with its secrets left out, an event's cut to
+        ``event_max_chars`` after that (one read more for an event longer than was read)."""
+        limit = self.cfg.event_max_chars
+        pairs = list(zip(owners, texts, strict=True))
+        cut = [o[1] for o, (kind, t) in pairs if kind == "event" and len(t) >= limit * _READ_FACTOR]
+        whole = dict(await self.store.fetchall("event_contents", (json.dumps(cut),))) if cut else {}
+
+        def run() -> list[str]:
+            return [
+                scrub(whole.get(o[1], t))[:limit] if kind == "event" else scrub(t)
+                for o, (kind, t) in pairs
+            ]
+
+        return await anyio.to_thread.run_sync(run)
 
     async def _embed(self, texts: list[str], jobs: list[Job]) -> Vectors:
         if not texts:

@@ -17,6 +17,14 @@ window was extracted exactly once), the source decision and full-text row of eac
 events, one ``ClaimsProposed`` job per namespace carrying the batch's drafts to admission, and
 one embedder job for the batch's events. Candidate keys derive from the window
 and the draft's place and content, so a replayed job proposes the same keys.
+
+Nothing derived here holds a secret: full-text bodies leave secrets out
+(:func:`hlmem.event_terms.event_body`), a draft is redacted before its job payload is written
+(:func:`hlmem.admission.redacted_draft`: admission then blocks it as ``secret:<kind>``, and its
+key derives from the redacted content, so no key is a hash of a password), a model is sent the
+window with its secrets replaced by markers (its quotes are found back in the event's own
+text), and a dead-lettered answer is kept redacted (and without the window's secrets, should
+a model echo one).
 """
 
 from __future__ import annotations
@@ -51,6 +59,7 @@ from hlmem.messages import (
 )
 from hlmem.providers import ChatMessage, ChatRequest
 from hlmem.queue import JobSpec
+from hlmem.redaction import find_secrets, redact
 from hlmem.rules import NAME as RULES_NAME
 from hlmem.rules import RulesExtractor
 from hlmem.stages.base import Stage
@@ -282,7 +291,8 @@ class Extractor(Stage[Extracted]):
     async def _model_extract(self, w: _Window) -> None:
         assert self.gateway is not None
         cfg = self.cfg.extractor
-        messages = prompts.render_extraction(w.window)
+        shown = _redacted_window(w.window)
+        messages = prompts.render_extraction(shown)
         w.model = cfg.model
         for attempt in range(cfg.repair_attempts + 1):
             request = ChatRequest(
@@ -304,10 +314,12 @@ class Extractor(Stage[Extracted]):
                 w.error = exc
                 return
             try:
-                drafts = prompts.parse_extraction(answer.text, w.window)
+                drafts = prompts.parse_extraction(answer.text, shown)
             except BadProviderOutput as exc:
                 if attempt == cfg.repair_attempts:
-                    w.error = ExtractionFailed(exc.detail, answer.text)
+                    known = _secrets_of(w.window)
+                    raw, detail = _without(answer.text, known), _without(exc.detail, known)
+                    w.error = ExtractionFailed(detail, raw)
                     return
                 messages = [
                     *messages,
@@ -315,6 +327,8 @@ class Extractor(Stage[Extracted]):
                     ChatMessage(role="user", content=REPAIR_PROMPT.format(error=exc.detail)),
                 ]
                 continue
+            if shown is not w.window:
+                drafts = [_in_event_text(d, w.window) for d in drafts]
             w.drafts = [self._canonical(d) for d in drafts]
             return
 
@@ -384,6 +398,7 @@ class Extractor(Stage[Extracted]):
 
     def _candidate(self, w: _Window, index: int, draft: ClaimDraft) -> Candidate:
         first = w.sources[draft.evidence[0].event_id]
+        draft = admission.redacted_draft(draft)  # before the payload and the key are made
         if draft.valid_from is None:
             # Said without a time: true from when it was said (the event's own time).
             draft = draft.model_copy(update={"valid_from": first.occurred_at})
@@ -397,3 +412,57 @@ class Extractor(Stage[Extracted]):
             extractor=self.extractor_name,
             window_id=w.window_id,
         )
+
+
+def _redacted_window(window: WindowText) -> WindowText:
+    """``window`` as a model may see it: each piece's secrets replaced by their markers (the
+    window itself when it holds none)."""
+    texts = [redact(p.text) for p in window.pieces]
+    if all(t == p.text for t, p in zip(texts, window.pieces, strict=True)):
+        return window
+    pieces = tuple(
+        p if t == p.text else p.model_copy(update={"text": t})
+        for t, p in zip(texts, window.pieces, strict=True)
+    )
+    return window.model_copy(update={"pieces": pieces})
+
+
+def _secrets_of(window: WindowText) -> list[tuple[str, str]]:
+    """The secrets said in ``window`` (of 4 characters or more), longest first, with their
+    kinds: what a dead letter must not keep, even when a model echoes one bare."""
+    found = {
+        p.text[start:end]: kind
+        for p in window.pieces
+        for start, end, kind in find_secrets(p.text)
+        if end - start >= 4
+    }
+    return sorted(found.items(), key=lambda item: -len(item[0]))
+
+
+def _without(text: str, known: list[tuple[str, str]]) -> str:
+    text = redact(text)
+    for secret, kind in known:
+        text = text.replace(secret, f"[REDACTED:{kind}]")
+    return text
+
+
+def _in_event_text(draft: ClaimDraft, window: WindowText) -> ClaimDraft:
+    """A draft parsed from the redacted window, its quotes' offsets found again in the events'
+    own text. A quote holding a marker is first narrowed to the clause of the claim's value
+    (:func:`hlmem.admission.narrowed_span`); one that cannot be keeps its marker (admission
+    blocks such a draft as a secret)."""
+    spans = []
+    for span in draft.evidence:
+        if "[REDACTED:" in span.quote:
+            span = admission.narrowed_span(span, draft.value) or span
+        if "[REDACTED:" not in span.quote:
+            for piece in window.pieces:
+                at = piece.text.find(span.quote) if piece.event_id == span.event_id else -1
+                if at >= 0:
+                    start = piece.start_char + at
+                    span = span.model_copy(
+                        update={"start_char": start, "end_char": start + len(span.quote)}
+                    )
+                    break
+        spans.append(span)
+    return draft.model_copy(update={"evidence": tuple(spans)})

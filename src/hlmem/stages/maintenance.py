@@ -42,13 +42,16 @@ ticks back to back without the job table and returns the report.
    longer what the dedup stage would write today (a lexicon or user-dictionary change) are
    re-indexed. Vectors missing or of another model version are re-derived by the embedder's own
    backfill tick, not here.
-5. ``observations`` — observations marked ``needs_recompute`` none of whose source claims is
+5. ``secrets`` — what was derived with a secret in it before the redaction rules knew it
+   (full-text rows of events, vectors of events and claims, job payloads and dead letters) is
+   found and taken out, once per version of the rules (:mod:`hlmem.secret_scan`).
+6. ``observations`` — observations marked ``needs_recompute`` none of whose source claims is
    active any more are archived (nothing is left to derive them from). No stage derives
    observations yet, so the others stay marked and are counted as waiting.
-6. ``jobs`` — done jobs older than ``done_jobs_keep_days`` are deleted (by the wall clock job
+7. ``jobs`` — done jobs older than ``done_jobs_keep_days`` are deleted (by the wall clock job
    times use); failed and parked jobs are kept. Admission decisions are kept: explain needs
    them.
-7. ``vector_log`` — logged vector deletions are pruned ``vector_log_keep_days`` after
+8. ``vector_log`` — logged vector deletions are pruned ``vector_log_keep_days`` after
    maintenance first saw them. A live in-memory index reads the log on every search; one that
    has not searched since finds deletions missing and reloads in full (always correct).
 
@@ -69,7 +72,7 @@ from typing import Any
 
 import anyio
 
-from hlmem import atoms, lifecycle
+from hlmem import atoms, lifecycle, secret_scan
 from hlmem.clock import Clock, iso, parse_iso, wall
 from hlmem.config import Config, ScopeDays
 from hlmem.fts import claim_search_text, fts_row
@@ -106,6 +109,7 @@ TASKS: tuple[MaintenanceTask, ...] = (
     "lifecycle",
     "dedup",
     "reindex",
+    "secrets",
     "observations",
     "jobs",
     "vector_log",
@@ -134,6 +138,7 @@ class _Prepared:
     reindex_rows: list[tuple[str, str, str, str]] = field(default_factory=list)
     reindex_scanned: int = 0
     reindex_next: int | None = None
+    secrets: secret_scan.SecretScan | None = None
 
 
 class Maintenance(Stage[_Prepared]):
@@ -210,6 +215,8 @@ class Maintenance(Stage[_Prepared]):
             await self._prepare_dedup(prepared)
         if "reindex" not in tick.done:
             await self._prepare_reindex(prepared)
+        if "secrets" not in tick.done:
+            prepared.secrets = await secret_scan.prepare(self.store, self.limit)
         return prepared
 
     async def _prepare_dedup(self, prepared: _Prepared) -> None:
@@ -338,6 +345,12 @@ class Maintenance(Stage[_Prepared]):
             rewritten = self._reindex(tx, prepared.reindex_rows)
             parts["reindex"] = ReindexReport(scanned=prepared.reindex_scanned, rewritten=rewritten)
             finish("reindex", "reindex_after", prepared.reindex_next)
+        if "secrets" not in done and prepared.secrets is not None:
+            found = secret_scan.apply(tx, prepared.secrets, iso(now))
+            parts["reindex"] = parts.get("reindex", ReindexReport()).model_copy(
+                update={"secrets_scanned": prepared.secrets.scanned, "secrets_rewritten": found}
+            )
+            finish("secrets", None, None if prepared.secrets.done else 1)
         if "observations" not in done:
             archived, waiting, following = self._observations(tx, now, tick.observations_after)
             reindex = parts.get("reindex", ReindexReport())
