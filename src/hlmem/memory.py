@@ -295,7 +295,11 @@ class Memory:
         await self._control(JobSpec("windower", SessionEnded(namespace=ns, session_id=session_id)))
 
     async def flush(self, *, namespace: str | None = None, session_id: str | None = None) -> None:
-        """Close open windows now: all, one namespace's, or one session's."""
+        """Close open windows now: all, one namespace's, or one session's.
+
+        The flush covers every event acknowledged before it, whichever worker (this process or
+        an ``hlmem worker``) windows them and in whatever order: an event placed after the
+        flush was applied closes its window at once (:mod:`hlmem.stages.windower`)."""
         if session_id is not None and namespace is None:
             namespace = self.config.ingest.default_namespace
         await self._control(
@@ -303,14 +307,19 @@ class Memory:
         )
 
     async def _control(self, spec: JobSpec) -> None:
+        # A control job keeps size 1: the windower finds the flushes and session ends done
+        # after a late events job by that (sql/queries_windower.sql).
         async with self.store.transaction() as tx:
             await self.queue.enqueue(tx, [spec])
 
     async def drain(self, *, timeout_s: float | None = None, settle_s: float = 0.0) -> None:
-        """Wait until no job is waiting or running (failed and parked jobs do not count),
-        and has not been for ``settle_s`` (``hlmem worker --drain`` waits a little, in case a
-        producer is between two events). Then writes the activation boosts of recalls that
-        still wait (``maintenance.access_flush_s``).
+        """Wait until no job is waiting or running in any process (failed and parked jobs do
+        not count), and has not been for ``settle_s`` (``hlmem worker --drain`` waits a little,
+        in case a producer is between two events). Then writes the activation boosts of recalls
+        that still wait (``maintenance.access_flush_s``).
+
+        After :meth:`flush`, idle also means that no window the flush covers is open: the
+        windower closes a late event's window in the transaction that completes its job.
 
         :raises TimeoutError: not idle within ``timeout_s``.
         """
