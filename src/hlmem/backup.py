@@ -46,7 +46,15 @@ from hlmem.clock import iso
 from hlmem.config import Config, StoreConfig
 from hlmem.errors import InputError, SchemaError, StoreBusy, StoreError
 from hlmem.forget import SESSION_SEP, ForgetBy, ForgetPlan, apply_forget
-from hlmem.store import QUERIES, Store, SyncTx, connect_sync, migrations, sqlite_module
+from hlmem.store import (
+    QUERIES,
+    Store,
+    SyncTx,
+    _Errors,
+    connect_sync,
+    migrations,
+    sqlite_module,
+)
 from hlmem.text import new_id
 
 log = logging.getLogger(__name__)
@@ -101,8 +109,9 @@ def _hlmem_file(conn: Any, path: Path) -> None:
 def backup_sync(db: Path, dest: Path, cfg: StoreConfig) -> BackupResult:
     """Copy ``db`` to ``dest`` online (module docstring); blocking: run it in a thread.
 
-    :raises InputError: no such database, not an hlmem file, or ``dest`` exists already.
-    :raises StoreError: the copy failed its check.
+    :raises InputError: no such database, or ``dest`` exists already.
+    :raises StoreError: ``db`` is not an hlmem database or cannot be read (corrupt), or the
+        copy failed its check; ``dest`` is not written.
     """
     if not db.is_file():
         raise InputError(f"backup: no such database: {db}")
@@ -113,9 +122,24 @@ def backup_sync(db: Path, dest: Path, cfg: StoreConfig) -> BackupResult:
     module = sqlite_module(cfg.sqlite_module)
     tmp = dest.with_name(dest.name + ".partial")
     tmp.unlink(missing_ok=True)
-    src, _ = connect_sync(db, cfg.model_copy(update={"load_vec": False}), module)
+    # A corrupt or foreign file raises the module's own errors: one line, never a traceback.
+    with _Errors(module).mapped(f"backup: {db}: "):
+        snap = _copy(db, tmp, dest, cfg, module)
+    result = BackupResult(
+        path=str(dest),
+        bytes=dest.stat().st_size,
+        tombstone_max_id=int(snap[0]),
+        events=int(snap[1]),
+        claims=int(snap[2]),
+    )
+    log.info("backup", extra={"action": "backup", "path": str(dest), "bytes": result.bytes})
+    return result
+
+
+def _copy(db: Path, tmp: Path, dest: Path, cfg: StoreConfig, module: Any) -> Any:
+    """Copy ``db`` through ``tmp`` (checked, synced) to ``dest``; the snapshot's counts."""
+    src, _ = connect_sync(db, cfg.model_copy(update={"load_vec": False}), module, create=False)
     try:
-        _hlmem_file(src, db)
         dst = module.connect(str(tmp), isolation_level=None)
         try:
             src.execute("BEGIN")  # one snapshot for every step: commits meanwhile stay out
@@ -134,23 +158,15 @@ def backup_sync(db: Path, dest: Path, cfg: StoreConfig) -> BackupResult:
         src.close()
         for leftover in _files(tmp):
             leftover.unlink(missing_ok=True)
-    result = BackupResult(
-        path=str(dest),
-        bytes=dest.stat().st_size,
-        tombstone_max_id=int(snap[0]),
-        events=int(snap[1]),
-        claims=int(snap[2]),
-    )
-    log.info("backup", extra={"action": "backup", "path": str(dest), "bytes": result.bytes})
-    return result
+    return snap
 
 
 async def backup(db: Path, dest: Path, *, cfg: StoreConfig) -> BackupResult:
     """Copy the store file ``db`` to the new file ``dest`` online (module docstring): safe
     while the pipeline, workers and ingestion run on ``db``.
 
-    :raises InputError: no such database, not an hlmem file, or ``dest`` exists already.
-    :raises StoreError: the copy failed.
+    :raises InputError: no such database, or ``dest`` exists already.
+    :raises StoreError: ``db`` is not an hlmem database or cannot be read, or the copy failed.
     """
     return await anyio.to_thread.run_sync(backup_sync, db, dest, cfg)
 
@@ -294,11 +310,15 @@ async def restore(db: Path, source: Path, *, cfg: Config, now: datetime) -> Rest
     :raises StoreBusy: ``db`` is open in another connection or process: nothing changed.
     :raises InputError: ``source`` is missing or not an hlmem database.
     :raises SchemaError: ``source`` comes from a newer hlmem.
+    :raises StoreError: ``db`` or ``source`` cannot be read (corrupt): nothing changed.
     """
-    guard, before = await anyio.to_thread.run_sync(_lock, db, source, cfg.store)
+    errors = _Errors(sqlite_module(cfg.store.sqlite_module))
+    with errors.mapped(f"restore: {db}: "):
+        guard, before = await anyio.to_thread.run_sync(_lock, db, source, cfg.store)
     staging = db.with_name(f".{db.name}.restore-{new_id('rs')}.db")
     try:
-        have = await anyio.to_thread.run_sync(_stage, source, staging, cfg.store)
+        with errors.mapped(f"restore: {source}: "):
+            have = await anyio.to_thread.run_sync(_stage, source, staging, cfg.store)
         migrated = sorted({v for v, _, _ in migrations()} - have)
         store = await Store.open(staging, cfg.store)
         try:
@@ -308,7 +328,8 @@ async def restore(db: Path, source: Path, *, cfg: Config, now: datetime) -> Rest
             )
         finally:
             await store.close()
-        await anyio.to_thread.run_sync(_copy_over, staging, guard, cfg.store)
+        with errors.mapped(f"restore: {db}: "):
+            await anyio.to_thread.run_sync(_copy_over, staging, guard, cfg.store)
     finally:
         await anyio.to_thread.run_sync(guard.close)
         for leftover in _files(staging):

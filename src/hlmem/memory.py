@@ -69,13 +69,18 @@ def open(
     config: Config | None = None,
     clock: Clock | None = None,
     pipeline: PipelineMode = "inline",
+    create: bool = True,
 ) -> Memory:
     """A memory on the SQLite file at ``path``; use it as ``async with``.
 
     ``config`` defaults to :func:`hlmem.config.load_config` with no file (defaults plus the
-    ``HLMEM_*`` environment).
+    ``HLMEM_*`` environment). A new file is created unless ``create=False``: then only an
+    existing hlmem database opens (:class:`~hlmem.errors.StoreError` otherwise, and no file is
+    made).
     """
-    return Memory(path, config=config or load_config(), clock=clock, pipeline=pipeline)
+    return Memory(
+        path, config=config or load_config(), clock=clock, pipeline=pipeline, create=create
+    )
 
 
 class Memory:
@@ -86,8 +91,10 @@ class Memory:
         config: Config,
         clock: Clock | None = None,
         pipeline: PipelineMode = "inline",
+        create: bool = True,
     ) -> None:
         self.path = Path(path)
+        self.create = create
         self.config = config
         self.clock = clock or SystemClock()
         self.mode = pipeline
@@ -106,7 +113,7 @@ class Memory:
         stack = AsyncExitStack()
         await stack.__aenter__()
         try:
-            self._store = await Store.open(self.path, self.config.store)
+            self._store = await Store.open(self.path, self.config.store, create=self.create)
             stack.push_async_callback(self._store.close)
             self._queue = JobQueue(self._store, lease_s=self.config.pipeline.lease_s)
             stack.callback(self._queue.retire)
