@@ -1,10 +1,21 @@
 """The ``hlmem`` command line: argparse subcommands, one library call each.
 
-Results go to stdout (``--json`` for machines), logs to stderr. Exit codes: 0 ok, 1 failure,
-2 usage. Every option can also be set as ``HLMEM_<NAME>``; ``--help`` names the variable.
-The lifecycle commands (forget, correct, explain, maintain, export, import, backup, restore)
-live in :mod:`hlmem.cli_lifecycle`; this module owns the parser, the entry point and the
-helpers every command uses.
+Results go to stdout (``--json`` for machines), logs to stderr. Every option can also be set as
+``HLMEM_<NAME>``; ``--help`` names the variable. The lifecycle commands (forget, correct,
+explain, maintain, export, import, backup, restore) live in :mod:`hlmem.cli_lifecycle`; this
+module owns the parser, the entry point and the helpers every command uses.
+
+Only the commands in :data:`CREATES` may create the ``--db`` file; every other one refuses a
+path that does not exist, and makes nothing there. A failure is one line on stderr, never a
+traceback (``-v`` adds it for an internal error). Exit codes (:data:`EXIT_CODES`, also in
+``--help`` and the README):
+
+- 0: done (``doctor``: healthy);
+- 1: failed: bad input, no such database, a corrupt or unreadable file, ``doctor`` found problems;
+- 2: usage: an unknown command or option, a missing argument;
+- 70: internal error, a bug (``-v`` prints its traceback);
+- 130: interrupted by SIGINT (Ctrl-C);
+- 141: stdout was closed early (``hlmem recall ... | head``): the output was cut short.
 """
 
 from __future__ import annotations
@@ -12,6 +23,8 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
+import sqlite3
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -33,6 +46,20 @@ from hlmem.store import Store
 
 Handler = Callable[[argparse.Namespace, Config], Awaitable[int]]
 
+#: the commands that may create the ``--db`` file (``restore``: its target; ``loadtest``: a
+#: fresh one, which must not exist); every other command refuses a missing file
+CREATES = frozenset({"init", "ingest", "remember", "import", "restore", "loadtest"})
+
+#: exit code -> what it means (the module docstring, ``--help`` and the README list them)
+EXIT_CODES = {
+    0: "done (doctor: healthy)",
+    1: "failed: bad input, no such database, a corrupt or unreadable file; doctor: problems",
+    2: "usage: unknown command or option, missing argument",
+    70: "internal error, a bug (-v prints the traceback)",
+    130: "interrupted by SIGINT (Ctrl-C)",
+    141: "stdout closed early (| head): the output was cut short",
+}
+
 
 def _env_opt(
     parser: argparse.ArgumentParser, flag: str, env: str, help_text: str, **kw: Any
@@ -48,20 +75,31 @@ def _out(args: argparse.Namespace, data: Any, text: str) -> None:
 
 
 def _need_db(args: argparse.Namespace) -> Path:
+    """The ``--db`` path; unless the command may create it (:data:`CREATES`), it must exist.
+
+    :raises HlmemError: no ``--db``, or no such file for a command that only reads or changes.
+    """
     if not args.db:
         raise HlmemError("no database: pass --db FILE or set HLMEM_DB")
-    return Path(args.db)
+    path = Path(args.db)
+    if args.command not in CREATES and not path.exists():
+        raise HlmemError(f"no such database: {path} (create one with `hlmem init`)")
+    return path
 
 
 @asynccontextmanager
 async def _memory(
     args: argparse.Namespace, cfg: Config, *, drain: bool = False, flush: bool = False
 ) -> AsyncIterator[Memory]:
-    """The memory at ``--db``. Its pipeline is left to a worker, unless ``drain``: then it runs
-    here and is drained after the block (open windows closed first with ``flush``), so the
-    command returns once what it wrote has been processed."""
+    """The memory at ``--db`` (created only by the :data:`CREATES` commands). Its pipeline is
+    left to a worker, unless ``drain``: then it runs here and is drained after the block (open
+    windows closed first with ``flush``), so the command returns once what it wrote has been
+    processed."""
     async with open_memory(
-        _need_db(args), config=cfg, pipeline="inline" if drain else "external"
+        _need_db(args),
+        config=cfg,
+        pipeline="inline" if drain else "external",
+        create=args.command in CREATES,
     ) as mem:
         yield mem
         if drain:
@@ -81,7 +119,7 @@ async def cmd_init(args: argparse.Namespace, cfg: Config) -> int:
 
 
 async def cmd_migrate(args: argparse.Namespace, cfg: Config) -> int:
-    store = await Store.open(_need_db(args), cfg.store)
+    store = await Store.open(_need_db(args), cfg.store, create=False)
     applied = await store.applied_migrations()
     await store.close()
     _out(args, {"applied": applied}, f"schema at migration {max(applied)}")
@@ -116,7 +154,7 @@ async def cmd_ingest(args: argparse.Namespace, cfg: Config) -> int:
 
 
 async def cmd_worker(args: argparse.Namespace, cfg: Config) -> int:
-    async with open_memory(_need_db(args), config=cfg, pipeline="inline") as mem:
+    async with open_memory(_need_db(args), config=cfg, pipeline="inline", create=False) as mem:
         if args.flush:
             await mem.flush()
         if args.drain:
@@ -254,7 +292,7 @@ async def cmd_ops(args: argparse.Namespace, cfg: Config) -> int:
     from hlmem.ops import ops_report, parse_since, render
 
     since = parse_since(args.since)
-    store = await Store.open(_need_db(args), cfg.store)
+    store = await Store.open(_need_db(args), cfg.store, create=False)
     try:
         report = await ops_report(store, cfg, since=since)
     finally:
@@ -264,18 +302,27 @@ async def cmd_ops(args: argparse.Namespace, cfg: Config) -> int:
 
 
 async def cmd_doctor(args: argparse.Namespace, cfg: Config) -> int:
+    from hlmem.doctor import check_database, render
+
+    db = _need_db(args) if args.db else None
     with tempfile.TemporaryDirectory() as tmp:
         store = await Store.open(Path(tmp) / "doctor.db", cfg.store)
         caps = store.caps
         await store.close()
-    info = {
+    info: dict[str, Any] = {
         "python": sys.version.split()[0],
         "sqlite_module": caps.driver,
         "sqlite_version": caps.sqlite_version,
         "sqlite_vec": caps.vec_version,
     }
-    _out(args, info, "\n".join(f"{k}: {v}" for k, v in info.items()))
-    return 0
+    text = "\n".join(f"{k}: {v}" for k, v in info.items())
+    if db is None:
+        _out(args, info, text)
+        return 0
+    report = await anyio.to_thread.run_sync(check_database, db, cfg.store)
+    info["database"] = report.model_dump(mode="json")
+    _out(args, info, text + "\n" + render(report))
+    return 0 if report.healthy else 1
 
 
 async def cmd_quickstart(args: argparse.Namespace, cfg: Config) -> int:
@@ -446,10 +493,11 @@ def build_parser() -> argparse.ArgumentParser:
     # Imported here, not at the top: hlmem.cli_lifecycle uses this module's helpers.
     from hlmem.cli_lifecycle import add_lifecycle_commands
 
-    fmt = argparse.ArgumentDefaultsHelpFormatter
+    fmt = _Help
     parser = argparse.ArgumentParser(
         prog="hlmem",
         description="Local-first long-term memory for LLM agents.",
+        epilog="exit codes:\n" + "\n".join(f"  {k:<4} {v}" for k, v in EXIT_CODES.items()),
         allow_abbrev=False,
         formatter_class=fmt,
     )
@@ -465,6 +513,10 @@ def build_parser() -> argparse.ArgumentParser:
             name, help=help_text, description=help_text, allow_abbrev=False, formatter_class=fmt
         )
         p.add_argument("--json", action="store_true", help="machine-readable output")
+        # also after the command; SUPPRESS: absent here, the value before the command stays
+        p.add_argument(
+            "--db", default=argparse.SUPPRESS, help="SQLite database file [env HLMEM_DB]"
+        )
         p.set_defaults(handler=handler)
         return p
 
@@ -565,7 +617,12 @@ def build_parser() -> argparse.ArgumentParser:
     orep.add_argument("--since", default="24h", help="window: 30m, 24h, 7d, ...")
     orep.add_argument("--json", action="store_true", help="machine-readable output")
     add_lifecycle_commands(command)
-    command("doctor", cmd_doctor, "check the SQLite module, its version and sqlite-vec")
+    command(
+        "doctor",
+        cmd_doctor,
+        "check the SQLite module, its version and sqlite-vec; with --db, whether the database "
+        "is sound (integrity, schema, full-text index, foreign keys): exit 1 on a problem",
+    )
     command("quickstart", cmd_quickstart, "run a sample conversation through a fresh store")
     _add_sim_provider(
         command("sim-provider", cmd_sim_provider, "serve a simulated OpenAI-compatible provider")
@@ -587,12 +644,59 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         cfg = load_config(args.config)
-        return int(anyio.run(args.handler, args, cfg, backend="asyncio"))
-    except HlmemError as exc:
-        print(f"hlmem: error: {exc}", file=sys.stderr)
+        code = int(anyio.run(args.handler, args, cfg, backend="asyncio"))
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return code
+    except (Exception, KeyboardInterrupt, BaseExceptionGroup) as exc:
+        return _failed(exc, verbose=args.verbose)
+
+
+class _Help(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Defaults shown, and epilogs (exit codes, signals) kept as written."""
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
+    return [exc]
+
+
+def _db_errors() -> tuple[type[BaseException], ...]:
+    """The DB-API error classes of both SQLite modules (``sqlean``'s are its own)."""
+    errors: list[type[BaseException]] = [sqlite3.Error]
+    sqlean = sys.modules.get("sqlean")
+    if sqlean is not None:
+        errors.append(sqlean.Error)
+    return tuple(errors)
+
+
+def _failed(exc: BaseException, *, verbose: int) -> int:
+    """The exit code of a command that raised ``exc``, after one line on stderr (module
+    docstring); errors inside task groups are found in their exception groups."""
+    leaves = _leaves(exc)
+    if any(isinstance(e, BrokenPipeError) for e in leaves):
+        # The reader left (``| head``): nothing more can be shown. Python flushes stdout again
+        # at exit; point it at devnull so that flush cannot fail too (the Python docs' recipe).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    if any(isinstance(e, KeyboardInterrupt) for e in leaves):
+        print("hlmem: interrupted", file=sys.stderr)
+        return 130
+    # what a user can act on, in this order
+    expected: tuple[type[BaseException], ...] = (HlmemError, *_db_errors(), OSError)
+    first = next((e for kind in expected for e in leaves if isinstance(e, kind)), None)
+    if first is not None:
+        print(f"hlmem: error: {first}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        return 1
+    bug = leaves[0]
+    print(
+        f"hlmem: internal error: {type(bug).__name__}: {bug}"
+        + ("" if verbose else " (run with -v for the traceback)"),
+        file=sys.stderr,
+    )
+    if verbose:
+        logging.getLogger("hlmem").error("internal error", exc_info=bug)
+    return 70
 
 
 if __name__ == "__main__":
