@@ -10,12 +10,13 @@ path that does not exist, and makes nothing there. A failure is one line on stde
 traceback (``-v`` adds it for an internal error). Exit codes (:data:`EXIT_CODES`, also in
 ``--help`` and the README):
 
-- 0: done (``doctor``: healthy);
+- 0: done (``doctor``: healthy; ``worker``: stopped gracefully, after a signal or ``--drain``);
 - 1: failed: bad input, no such database, a corrupt or unreadable file, ``doctor`` found problems;
 - 2: usage: an unknown command or option, a missing argument;
 - 70: internal error, a bug (``-v`` prints its traceback);
-- 130: interrupted by SIGINT (Ctrl-C);
-- 141: stdout was closed early (``hlmem recall ... | head``): the output was cut short.
+- 130: interrupted by SIGINT (Ctrl-C); ``worker``: stopped at once by a third SIGINT;
+- 141: stdout was closed early (``hlmem recall ... | head``): the output was cut short;
+- 143: ``worker``: stopped at once by a third SIGTERM.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import argparse
 import json
 import logging
 import os
+import signal
 import sqlite3
 import sys
 import tempfile
@@ -41,7 +43,7 @@ from hlmem.errors import HlmemError
 from hlmem.memory import Memory
 from hlmem.memory import open as open_memory
 from hlmem.messages import Claim
-from hlmem.pipeline import wait_for_stop_signal
+from hlmem.pipeline import FORCE_AFTER, stop_signals
 from hlmem.store import Store
 
 Handler = Callable[[argparse.Namespace, Config], Awaitable[int]]
@@ -52,12 +54,13 @@ CREATES = frozenset({"init", "ingest", "remember", "import", "restore", "loadtes
 
 #: exit code -> what it means (the module docstring, ``--help`` and the README list them)
 EXIT_CODES = {
-    0: "done (doctor: healthy)",
+    0: "done (doctor: healthy; worker: stopped gracefully)",
     1: "failed: bad input, no such database, a corrupt or unreadable file; doctor: problems",
     2: "usage: unknown command or option, missing argument",
     70: "internal error, a bug (-v prints the traceback)",
-    130: "interrupted by SIGINT (Ctrl-C)",
+    130: "interrupted by SIGINT (Ctrl-C); worker: stopped at once by a third SIGINT",
     141: "stdout closed early (| head): the output was cut short",
+    143: "worker: stopped at once by a third SIGTERM",
 }
 
 
@@ -154,16 +157,43 @@ async def cmd_ingest(args: argparse.Namespace, cfg: Config) -> int:
 
 
 async def cmd_worker(args: argparse.Namespace, cfg: Config) -> int:
-    async with open_memory(_need_db(args), config=cfg, pipeline="inline", create=False) as mem:
-        if args.flush:
-            await mem.flush()
-        if args.drain:
-            await mem.drain(settle_s=args.settle_s)
-        else:
-            await wait_for_stop_signal()
-        stats = await mem.stats()
+    db = _need_db(args)
+    # The signals are received from before the pipeline starts until after it has stopped.
+    async with stop_signals(_stopping(cfg)) as stop:
+        async with open_memory(db, config=cfg, pipeline="inline", create=False) as mem:
+            print(f"hlmem: worker running on {db} (pid {os.getpid()})", file=sys.stderr, flush=True)
+            with stop.until_requested():
+                if args.flush:
+                    await mem.flush()
+                if args.drain:
+                    await mem.drain(settle_s=args.settle_s)
+                else:
+                    await anyio.sleep_forever()
+            stats = await mem.stats()
+    if stop.forced is not None:
+        print(
+            "hlmem: worker stopped at once; its jobs in flight are back in the queue",
+            file=sys.stderr,
+        )
+        return 128 + stop.forced.value
     _out(args, stats.model_dump(), "worker stopped: " + _stats_line(stats.model_dump()))
     return 0
+
+
+def _stopping(cfg: Config) -> Callable[[signal.Signals, int], None]:
+    """What a worker says on stderr when it receives a stop signal (once per signal)."""
+    grace = cfg.pipeline.shutdown_grace_s
+
+    def say(sig: signal.Signals, count: int) -> None:
+        if count == 1:
+            text = f"stopping after the work in flight (at most {grace:g} s)"
+        elif count < FORCE_AFTER:
+            text = f"still stopping; signal {FORCE_AFTER - count} more time(s) to stop at once"
+        else:
+            text = "stopping at once"
+        print(f"hlmem: {sig.name} ({count}): {text}", file=sys.stderr, flush=True)
+
+    return say
 
 
 async def cmd_jobs(args: argparse.Namespace, cfg: Config) -> int:
@@ -364,7 +394,6 @@ async def cmd_quickstart(args: argparse.Namespace, cfg: Config) -> int:
 
 
 async def cmd_sim_provider(args: argparse.Namespace, cfg: Config) -> int:
-    from anyio.lowlevel import checkpoint
     from pydantic import ValidationError
 
     from hlmem.errors import ConfigError
@@ -376,14 +405,14 @@ async def cmd_sim_provider(args: argparse.Namespace, cfg: Config) -> int:
         settings = SimSettings(**fields)
     except ValidationError as exc:
         raise ConfigError(f"sim-provider: {exc}") from None
-    provider = SimProvider(args.host, args.port, settings).start()
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(wait_for_stop_signal)
-            await checkpoint()  # let it install its handlers before the URL is announced
+    async with stop_signals() as stop:  # installed before the URL is announced
+        provider = SimProvider(args.host, args.port, settings).start()
+        try:
             print(f"sim-provider listening on {provider.base_url}", flush=True)
-    finally:
-        await anyio.to_thread.run_sync(provider.stop)
+            await stop.requested.wait()
+        finally:
+            with anyio.CancelScope(shield=True):  # stopped even when a third signal forces it
+                await anyio.to_thread.run_sync(provider.stop)
     stats = provider.stats()
     text = f"sim-provider stopped: {stats.requests} requests, {stats.ok} ok"
     _out(args, stats.model_dump(), text)
@@ -532,6 +561,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--drain", action="store_true", help="run the pipeline here until all is processed"
     )
     p = command("worker", cmd_worker, "run the pipeline on the database (until SIGINT/SIGTERM)")
+    p.epilog = (
+        "SIGINT or SIGTERM stops it gracefully: the work in flight finishes (at most\n"
+        "pipeline.shutdown_grace_s), then exit 0. A second signal changes nothing. A third\n"
+        "stops it at once: the jobs in flight go back to the queue; exit 130 (SIGINT) or 143."
+    )
     p.add_argument("--drain", action="store_true", help="exit once no job is waiting or running")
     p.add_argument("--flush", action="store_true", help="close every open window first")
     p.add_argument(

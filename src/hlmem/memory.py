@@ -155,13 +155,17 @@ class Memory:
         stack, self._stack = self._stack, None
         if stack is None:
             return
-        if self._writer is not None:
-            await self._writer.stop()
-        if self._pipeline is not None:
-            self._pipeline.stop()
-        if self._touches is not None:
-            await self._touches.stop()
-        await stack.aclose()
+        try:
+            if self._writer is not None:
+                await self._writer.stop()
+            if self._pipeline is not None:
+                self._pipeline.stop()
+            if self._touches is not None:
+                await self._touches.stop()
+        finally:
+            # Cancelled meanwhile (a worker's forced stop), the rest still closes: the stages
+            # hand back their jobs under shield, and the store closes.
+            await stack.aclose()
 
     # --- internals ----------------------------------------------------------------------------
 
