@@ -126,10 +126,20 @@ def _schema(conn: Any, module: Any) -> Check:
     if known - applied:
         detail = f"migrations {sorted(known - applied)} not applied: run `hlmem migrate`"
         return Check(name="schema", status="problem", detail=detail)
+    findings = _schema_differences([r[0] for r in rows])
+    if findings:
+        return Check(name="schema", status="problem", detail="; ".join(findings))
+    detail = f"migrations {min(known)}-{max(known)} applied; tables, indexes and triggers as in "
+    return Check(name="schema", status="ok", detail=detail + "schema.sql")
+
+
+def _schema_differences(statements: list[str]) -> list[str]:
+    """What differs between the file's CREATE ``statements`` and ``sql/schema.sql``, by kind of
+    difference (missing, unexpected, different), each naming the objects."""
     shipped = resources.files("hlmem").joinpath("sql", "schema.sql").read_text(encoding="utf-8")
     want = _objects(shipped)
-    have = _objects("".join(f"{r[0]};\n\n" for r in rows))  # as Store.schema_dump writes it
-    findings = [
+    have = _objects("".join(f"{sql};\n\n" for sql in statements))  # as Store.schema_dump does
+    return [
         f"{label}: {_names(names)}"
         for label, names in (
             ("missing", sorted(set(want) - set(have))),
@@ -138,13 +148,6 @@ def _schema(conn: Any, module: Any) -> Check:
         )
         if names
     ]
-    if findings:
-        return Check(name="schema", status="problem", detail="; ".join(findings))
-    detail = (
-        f"migrations {min(known)}-{max(known)} applied; {len(want)} tables, indexes and "
-        "triggers as in schema.sql"
-    )
-    return Check(name="schema", status="ok", detail=detail)
 
 
 def _objects(text: str) -> dict[str, str]:
@@ -168,8 +171,12 @@ def _fts(conn: Any, module: Any) -> Check:
             # rank 1: also compare the index with the rows of its external content table
             conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('integrity-check', 1)")
         except module.OperationalError as exc:
-            if "locked" in str(exc) or "busy" in str(exc):
-                detail = f"not checked: another process is writing ({exc})"
+            # The check is written as an INSERT: it needs the write lock and a writable file.
+            if any(word in str(exc) for word in ("locked", "busy", "readonly")):
+                why = (
+                    "the file is read-only" if "readonly" in str(exc) else "another process writes"
+                )
+                detail = f"not checked: {why} ({exc})"
                 return Check(name="full-text index", status="skipped", detail=detail)
             bad.append(f"{table}: integrity-check failed: {exc}")
         except module.Error as exc:
