@@ -493,11 +493,11 @@ def build_parser() -> argparse.ArgumentParser:
     orep.add_argument("--since", default="24h", help="window: 30m, 24h, 7d, ...")
     orep.add_argument("--json", action="store_true", help="machine-readable output")
     add_lifecycle_commands(command)
-    command(
-        "doctor",
-        cmd_doctor,
-        "check the SQLite module, its version and sqlite-vec; with --db, whether the database "
-        "is sound (integrity, schema, full-text index, foreign keys): exit 1 on a problem",
+    p = command("doctor", cmd_doctor, "check SQLite and sqlite-vec; with --db, the database file")
+    p.epilog = (
+        "With --db: PRAGMA quick_check, the migrations and schema against sql/schema.sql,\n"
+        "the full-text index against its rows, orphan rows. Nothing is changed or created;\n"
+        "exit 0 when healthy, 1 when a check found a problem."
     )
     add_tool_commands(command)
     return parser
@@ -521,8 +521,14 @@ def main(argv: list[str] | None = None) -> int:
         return _failed(exc, verbose=args.verbose)
 
 
-class _Help(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
-    """Defaults shown, and epilogs (exit codes, signals) kept as written."""
+class _Help(argparse.ArgumentDefaultsHelpFormatter):
+    """Defaults shown; a text laid out in lines (the exit codes, the signals) kept as written,
+    the others wrapped."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:
