@@ -12,6 +12,7 @@ damaged on disk.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -193,6 +194,22 @@ def test_a_corrupt_database_gives_one_line_and_exit_1(
         assert "Exception in thread" not in proc.stderr
         assert not (tmp_path / "copy.db").exists()
         assert not (tmp_path / "copy.jsonl").exists()
+
+
+@pytest.mark.parametrize("how", ["header", "pages", "text"])
+def test_restoring_a_corrupt_backup_changes_nothing(
+    good_store: Path, tmp_path: Path, how: str
+) -> None:
+    bad = damaged(good_store, tmp_path, how)
+    shutil.copyfile(good_store, tmp_path / "kept.db")
+    kept = (tmp_path / "kept.db").read_bytes()
+    for target in ("new.db", "kept.db"):
+        proc = hlmem("--db", target, "restore", bad, cwd=tmp_path)
+        assert proc.returncode == 1, proc.stderr
+        lines = proc.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("hlmem: error: "), proc.stderr
+    assert (tmp_path / "kept.db").read_bytes() == kept
+    assert sorted(os.listdir(tmp_path)) == sorted([bad.name, "kept.db"])  # no new.db left
 
 
 @pytest.mark.parametrize("where", ["directory", "under a file", "unreachable"])

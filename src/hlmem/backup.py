@@ -148,7 +148,7 @@ def _copy(db: Path, tmp: Path, dest: Path, cfg: StoreConfig, module: Any) -> Any
             src.execute("COMMIT")
             check = dst.execute("PRAGMA quick_check").fetchone()[0]
             if check != "ok":
-                raise StoreError(f"backup: the copy of {db} fails its check: {check}")
+                raise StoreError(f"backup: the copy of {db} fails its check: {_one_line(check)}")
         finally:
             dst.close()
         with tmp.open("rb+") as f:
@@ -169,6 +169,11 @@ async def backup(db: Path, dest: Path, *, cfg: StoreConfig) -> BackupResult:
     :raises StoreError: ``db`` is not an hlmem database or cannot be read, or the copy failed.
     """
     return await anyio.to_thread.run_sync(backup_sync, db, dest, cfg)
+
+
+def _one_line(check: str) -> str:
+    """``PRAGMA quick_check``'s first row (its findings, one per line) on one line."""
+    return "; ".join(check.splitlines())
 
 
 def _files(db: Path) -> list[Path]:
@@ -225,7 +230,7 @@ def _stage(source: Path, staging: Path, cfg: StoreConfig) -> set[int]:
             src.backup(dst)
             check = dst.execute("PRAGMA quick_check").fetchone()[0]
             if check != "ok":
-                raise StoreError(f"restore: {source} fails its check: {check}")
+                raise StoreError(f"restore: {source} fails its check: {_one_line(check)}")
         finally:
             dst.close()
     finally:
@@ -310,12 +315,15 @@ async def restore(db: Path, source: Path, *, cfg: Config, now: datetime) -> Rest
     :raises StoreBusy: ``db`` is open in another connection or process: nothing changed.
     :raises InputError: ``source`` is missing or not an hlmem database.
     :raises SchemaError: ``source`` comes from a newer hlmem.
-    :raises StoreError: ``db`` or ``source`` cannot be read (corrupt): nothing changed.
+    :raises StoreError: ``db`` or ``source`` cannot be read (corrupt): nothing changed (a target
+        that did not exist is not left behind).
     """
     errors = _Errors(sqlite_module(cfg.store.sqlite_module))
+    created = not await anyio.Path(db).exists()  # a new target: a failed restore removes it
     with errors.mapped(f"restore: {db}: "):
         guard, before = await anyio.to_thread.run_sync(_lock, db, source, cfg.store)
     staging = db.with_name(f".{db.name}.restore-{new_id('rs')}.db")
+    restored = False
     try:
         with errors.mapped(f"restore: {source}: "):
             have = await anyio.to_thread.run_sync(_stage, source, staging, cfg.store)
@@ -330,9 +338,11 @@ async def restore(db: Path, source: Path, *, cfg: Config, now: datetime) -> Rest
             await store.close()
         with errors.mapped(f"restore: {db}: "):
             await anyio.to_thread.run_sync(_copy_over, staging, guard, cfg.store)
+        restored = True
     finally:
         await anyio.to_thread.run_sync(guard.close)
-        for leftover in _files(staging):
+        leftovers = _files(staging) + (_files(db) if created and not restored else [])
+        for leftover in leftovers:
             leftover.unlink(missing_ok=True)
     result = RestoreResult(
         path=str(db),
