@@ -371,6 +371,7 @@ def test_ingest_skips_blank_lines_and_accepts_crlf(tmp_path: Path) -> None:
 
 def test_stats_json_on_an_empty_and_a_filled_store(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
+    assert hlmem("--db", db, "init", cwd=tmp_path).returncode == 0  # stats creates nothing
     empty = ok_json(hlmem("--db", db, "stats", "--json", cwd=tmp_path))
     assert empty["events"] == 0
     assert empty["claims"] == {}

@@ -46,7 +46,15 @@ from hlmem.clock import iso
 from hlmem.config import Config, StoreConfig
 from hlmem.errors import InputError, SchemaError, StoreBusy, StoreError
 from hlmem.forget import SESSION_SEP, ForgetBy, ForgetPlan, apply_forget
-from hlmem.store import QUERIES, Store, SyncTx, connect_sync, migrations, sqlite_module
+from hlmem.store import (
+    QUERIES,
+    Store,
+    SyncTx,
+    _Errors,
+    connect_sync,
+    migrations,
+    sqlite_module,
+)
 from hlmem.text import new_id
 
 log = logging.getLogger(__name__)
@@ -101,8 +109,9 @@ def _hlmem_file(conn: Any, path: Path) -> None:
 def backup_sync(db: Path, dest: Path, cfg: StoreConfig) -> BackupResult:
     """Copy ``db`` to ``dest`` online (module docstring); blocking: run it in a thread.
 
-    :raises InputError: no such database, not an hlmem file, or ``dest`` exists already.
-    :raises StoreError: the copy failed its check.
+    :raises InputError: no such database, or ``dest`` exists already.
+    :raises StoreError: ``db`` is not an hlmem database or cannot be read (corrupt), or the
+        copy failed its check; ``dest`` is not written.
     """
     if not db.is_file():
         raise InputError(f"backup: no such database: {db}")
@@ -113,27 +122,9 @@ def backup_sync(db: Path, dest: Path, cfg: StoreConfig) -> BackupResult:
     module = sqlite_module(cfg.sqlite_module)
     tmp = dest.with_name(dest.name + ".partial")
     tmp.unlink(missing_ok=True)
-    src, _ = connect_sync(db, cfg.model_copy(update={"load_vec": False}), module)
-    try:
-        _hlmem_file(src, db)
-        dst = module.connect(str(tmp), isolation_level=None)
-        try:
-            src.execute("BEGIN")  # one snapshot for every step: commits meanwhile stay out
-            snap = src.execute(QUERIES["backup_snapshot"]).fetchone()
-            src.backup(dst, pages=BACKUP_PAGES, sleep=BACKUP_SLEEP_S)
-            src.execute("COMMIT")
-            check = dst.execute("PRAGMA quick_check").fetchone()[0]
-            if check != "ok":
-                raise StoreError(f"backup: the copy of {db} fails its check: {check}")
-        finally:
-            dst.close()
-        with tmp.open("rb+") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, dest)
-    finally:
-        src.close()
-        for leftover in _files(tmp):
-            leftover.unlink(missing_ok=True)
+    # A corrupt or foreign file raises the module's own errors: one line, never a traceback.
+    with _Errors(module).mapped(f"backup: {db}: "):
+        snap = _copy(db, tmp, dest, cfg, module)
     result = BackupResult(
         path=str(dest),
         bytes=dest.stat().st_size,
@@ -145,14 +136,44 @@ def backup_sync(db: Path, dest: Path, cfg: StoreConfig) -> BackupResult:
     return result
 
 
+def _copy(db: Path, tmp: Path, dest: Path, cfg: StoreConfig, module: Any) -> Any:
+    """Copy ``db`` through ``tmp`` (checked, synced) to ``dest``; the snapshot's counts."""
+    src, _ = connect_sync(db, cfg.model_copy(update={"load_vec": False}), module, create=False)
+    try:
+        dst = module.connect(str(tmp), isolation_level=None)
+        try:
+            src.execute("BEGIN")  # one snapshot for every step: commits meanwhile stay out
+            snap = src.execute(QUERIES["backup_snapshot"]).fetchone()
+            src.backup(dst, pages=BACKUP_PAGES, sleep=BACKUP_SLEEP_S)
+            src.execute("COMMIT")
+            check = dst.execute("PRAGMA quick_check").fetchone()[0]
+            if check != "ok":
+                raise StoreError(f"backup: the copy of {db} fails its check: {_one_line(check)}")
+        finally:
+            dst.close()
+        with tmp.open("rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, dest)
+    finally:
+        src.close()
+        for leftover in _files(tmp):
+            leftover.unlink(missing_ok=True)
+    return snap
+
+
 async def backup(db: Path, dest: Path, *, cfg: StoreConfig) -> BackupResult:
     """Copy the store file ``db`` to the new file ``dest`` online (module docstring): safe
     while the pipeline, workers and ingestion run on ``db``.
 
-    :raises InputError: no such database, not an hlmem file, or ``dest`` exists already.
-    :raises StoreError: the copy failed.
+    :raises InputError: no such database, or ``dest`` exists already.
+    :raises StoreError: ``db`` is not an hlmem database or cannot be read, or the copy failed.
     """
     return await anyio.to_thread.run_sync(backup_sync, db, dest, cfg)
+
+
+def _one_line(check: str) -> str:
+    """``PRAGMA quick_check``'s first row (its findings, one per line) on one line."""
+    return "; ".join(check.splitlines())
 
 
 def _files(db: Path) -> list[Path]:
@@ -209,7 +230,7 @@ def _stage(source: Path, staging: Path, cfg: StoreConfig) -> set[int]:
             src.backup(dst)
             check = dst.execute("PRAGMA quick_check").fetchone()[0]
             if check != "ok":
-                raise StoreError(f"restore: {source} fails its check: {check}")
+                raise StoreError(f"restore: {source} fails its check: {_one_line(check)}")
         finally:
             dst.close()
     finally:
@@ -294,11 +315,18 @@ async def restore(db: Path, source: Path, *, cfg: Config, now: datetime) -> Rest
     :raises StoreBusy: ``db`` is open in another connection or process: nothing changed.
     :raises InputError: ``source`` is missing or not an hlmem database.
     :raises SchemaError: ``source`` comes from a newer hlmem.
+    :raises StoreError: ``db`` or ``source`` cannot be read (corrupt): nothing changed (a target
+        that did not exist is not left behind).
     """
-    guard, before = await anyio.to_thread.run_sync(_lock, db, source, cfg.store)
+    errors = _Errors(sqlite_module(cfg.store.sqlite_module))
+    created = not await anyio.Path(db).exists()  # a new target: a failed restore removes it
+    with errors.mapped(f"restore: {db}: "):
+        guard, before = await anyio.to_thread.run_sync(_lock, db, source, cfg.store)
     staging = db.with_name(f".{db.name}.restore-{new_id('rs')}.db")
+    restored = False
     try:
-        have = await anyio.to_thread.run_sync(_stage, source, staging, cfg.store)
+        with errors.mapped(f"restore: {source}: "):
+            have = await anyio.to_thread.run_sync(_stage, source, staging, cfg.store)
         migrated = sorted({v for v, _, _ in migrations()} - have)
         store = await Store.open(staging, cfg.store)
         try:
@@ -308,10 +336,13 @@ async def restore(db: Path, source: Path, *, cfg: Config, now: datetime) -> Rest
             )
         finally:
             await store.close()
-        await anyio.to_thread.run_sync(_copy_over, staging, guard, cfg.store)
+        with errors.mapped(f"restore: {db}: "):
+            await anyio.to_thread.run_sync(_copy_over, staging, guard, cfg.store)
+        restored = True
     finally:
         await anyio.to_thread.run_sync(guard.close)
-        for leftover in _files(staging):
+        leftovers = _files(staging) + (_files(db) if created and not restored else [])
+        for leftover in leftovers:
             leftover.unlink(missing_ok=True)
     result = RestoreResult(
         path=str(db),

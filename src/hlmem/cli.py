@@ -1,10 +1,23 @@
 """The ``hlmem`` command line: argparse subcommands, one library call each.
 
-Results go to stdout (``--json`` for machines), logs to stderr. Exit codes: 0 ok, 1 failure,
-2 usage. Every option can also be set as ``HLMEM_<NAME>``; ``--help`` names the variable.
-The lifecycle commands (forget, correct, explain, maintain, export, import, backup, restore)
-live in :mod:`hlmem.cli_lifecycle`; this module owns the parser, the entry point and the
-helpers every command uses.
+Results go to stdout (``--json`` for machines), logs to stderr. Every option can also be set as
+``HLMEM_<NAME>``; ``--help`` names the variable. The lifecycle commands (forget, correct,
+explain, maintain, export, import, backup, restore) live in :mod:`hlmem.cli_lifecycle`, the tools
+(quickstart, sim-provider, loadtest) in :mod:`hlmem.cli_tools`; this module owns the parser, the
+entry point and the helpers every command uses.
+
+Only the commands in :data:`CREATES` may create the ``--db`` file; every other one refuses a
+path that does not exist, and makes nothing there. A failure is one line on stderr, never a
+traceback (``-v`` adds it for an internal error). Exit codes (:data:`EXIT_CODES`, also in
+``--help`` and the README):
+
+- 0: done (``doctor``: healthy; ``worker``: stopped gracefully, after a signal or ``--drain``);
+- 1: failed: bad input, no such database, a corrupt or unreadable file, ``doctor`` found problems;
+- 2: usage: an unknown command or option, a missing argument;
+- 70: internal error, a bug (``-v`` prints its traceback);
+- 130: interrupted by SIGINT (Ctrl-C); ``worker``: stopped at once by a third SIGINT;
+- 141: stdout was closed early (``hlmem recall ... | head``): the output was cut short;
+- 143: ``worker``: stopped at once by a third SIGTERM.
 """
 
 from __future__ import annotations
@@ -12,6 +25,9 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
+import signal
+import sqlite3
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -28,10 +44,25 @@ from hlmem.errors import HlmemError
 from hlmem.memory import Memory
 from hlmem.memory import open as open_memory
 from hlmem.messages import Claim
-from hlmem.pipeline import wait_for_stop_signal
+from hlmem.pipeline import FORCE_AFTER, stop_signals
 from hlmem.store import Store
 
 Handler = Callable[[argparse.Namespace, Config], Awaitable[int]]
+
+#: the commands that may create the ``--db`` file (``restore``: its target; ``loadtest``: a
+#: fresh one, which must not exist); every other command refuses a missing file
+CREATES = frozenset({"init", "ingest", "remember", "import", "restore", "loadtest"})
+
+#: exit code -> what it means (the module docstring, ``--help`` and the README list them)
+EXIT_CODES = {
+    0: "done (doctor: healthy; worker: stopped gracefully)",
+    1: "failed: bad input, no such database, a corrupt or unreadable file; doctor: problems",
+    2: "usage: unknown command or option, missing argument",
+    70: "internal error, a bug (-v prints the traceback)",
+    130: "interrupted by SIGINT (Ctrl-C); worker: stopped at once by a third SIGINT",
+    141: "stdout closed early (| head): the output was cut short",
+    143: "worker: stopped at once by a third SIGTERM",
+}
 
 
 def _env_opt(
@@ -48,20 +79,31 @@ def _out(args: argparse.Namespace, data: Any, text: str) -> None:
 
 
 def _need_db(args: argparse.Namespace) -> Path:
+    """The ``--db`` path; unless the command may create it (:data:`CREATES`), it must exist.
+
+    :raises HlmemError: no ``--db``, or no such file for a command that only reads or changes.
+    """
     if not args.db:
         raise HlmemError("no database: pass --db FILE or set HLMEM_DB")
-    return Path(args.db)
+    path = Path(args.db)
+    if args.command not in CREATES and not path.exists():
+        raise HlmemError(f"no such database: {path} (create one with `hlmem init`)")
+    return path
 
 
 @asynccontextmanager
 async def _memory(
     args: argparse.Namespace, cfg: Config, *, drain: bool = False, flush: bool = False
 ) -> AsyncIterator[Memory]:
-    """The memory at ``--db``. Its pipeline is left to a worker, unless ``drain``: then it runs
-    here and is drained after the block (open windows closed first with ``flush``), so the
-    command returns once what it wrote has been processed."""
+    """The memory at ``--db`` (created only by the :data:`CREATES` commands). Its pipeline is
+    left to a worker, unless ``drain``: then it runs here and is drained after the block (open
+    windows closed first with ``flush``), so the command returns once what it wrote has been
+    processed."""
     async with open_memory(
-        _need_db(args), config=cfg, pipeline="inline" if drain else "external"
+        _need_db(args),
+        config=cfg,
+        pipeline="inline" if drain else "external",
+        create=args.command in CREATES,
     ) as mem:
         yield mem
         if drain:
@@ -81,7 +123,7 @@ async def cmd_init(args: argparse.Namespace, cfg: Config) -> int:
 
 
 async def cmd_migrate(args: argparse.Namespace, cfg: Config) -> int:
-    store = await Store.open(_need_db(args), cfg.store)
+    store = await Store.open(_need_db(args), cfg.store, create=False)
     applied = await store.applied_migrations()
     await store.close()
     _out(args, {"applied": applied}, f"schema at migration {max(applied)}")
@@ -116,16 +158,43 @@ async def cmd_ingest(args: argparse.Namespace, cfg: Config) -> int:
 
 
 async def cmd_worker(args: argparse.Namespace, cfg: Config) -> int:
-    async with open_memory(_need_db(args), config=cfg, pipeline="inline") as mem:
-        if args.flush:
-            await mem.flush()
-        if args.drain:
-            await mem.drain(settle_s=args.settle_s)
-        else:
-            await wait_for_stop_signal()
-        stats = await mem.stats()
+    db = _need_db(args)
+    # The signals are received from before the pipeline starts until after it has stopped.
+    async with stop_signals(_stopping(cfg)) as stop:
+        async with open_memory(db, config=cfg, pipeline="inline", create=False) as mem:
+            print(f"hlmem: worker running on {db} (pid {os.getpid()})", file=sys.stderr, flush=True)
+            with stop.until_requested():
+                if args.flush:
+                    await mem.flush()
+                if args.drain:
+                    await mem.drain(settle_s=args.settle_s)
+                else:
+                    await anyio.sleep_forever()
+            stats = await mem.stats()
+    if stop.forced is not None:
+        print(
+            "hlmem: worker stopped at once; its jobs in flight are back in the queue",
+            file=sys.stderr,
+        )
+        return 128 + stop.forced.value
     _out(args, stats.model_dump(), "worker stopped: " + _stats_line(stats.model_dump()))
     return 0
+
+
+def _stopping(cfg: Config) -> Callable[[signal.Signals, int], None]:
+    """What a worker says on stderr when it receives a stop signal (once per signal)."""
+    grace = cfg.pipeline.shutdown_grace_s
+
+    def say(sig: signal.Signals, count: int) -> None:
+        if count == 1:
+            text = f"stopping after the work in flight (at most {grace:g} s)"
+        elif count < FORCE_AFTER:
+            text = f"still stopping; signal {FORCE_AFTER - count} more time(s) to stop at once"
+        else:
+            text = "stopping at once"
+        print(f"hlmem: {sig.name} ({count}): {text}", file=sys.stderr, flush=True)
+
+    return say
 
 
 async def cmd_jobs(args: argparse.Namespace, cfg: Config) -> int:
@@ -254,7 +323,7 @@ async def cmd_ops(args: argparse.Namespace, cfg: Config) -> int:
     from hlmem.ops import ops_report, parse_since, render
 
     since = parse_since(args.since)
-    store = await Store.open(_need_db(args), cfg.store)
+    store = await Store.open(_need_db(args), cfg.store, create=False)
     try:
         report = await ops_report(store, cfg, since=since)
     finally:
@@ -264,192 +333,42 @@ async def cmd_ops(args: argparse.Namespace, cfg: Config) -> int:
 
 
 async def cmd_doctor(args: argparse.Namespace, cfg: Config) -> int:
+    from hlmem.doctor import check_database, render
+
+    db = _need_db(args) if args.db else None
     with tempfile.TemporaryDirectory() as tmp:
         store = await Store.open(Path(tmp) / "doctor.db", cfg.store)
         caps = store.caps
         await store.close()
-    info = {
+    info: dict[str, Any] = {
         "python": sys.version.split()[0],
         "sqlite_module": caps.driver,
         "sqlite_version": caps.sqlite_version,
         "sqlite_vec": caps.vec_version,
     }
-    _out(args, info, "\n".join(f"{k}: {v}" for k, v in info.items()))
-    return 0
-
-
-async def cmd_quickstart(args: argparse.Namespace, cfg: Config) -> int:
-    from tqdm import tqdm
-
-    from hlmem.quickstart import run_quickstart, sample_lines
-
-    with tqdm(total=sample_lines(), desc="ingest", unit="event", disable=args.json) as bar:
-        result = await run_quickstart(cfg, progress=bar.update)
-    if args.json:
-        print(result.model_dump_json(indent=2))
+    text = "\n".join(f"{k}: {v}" for k, v in info.items())
+    if db is None:
+        _out(args, info, text)
         return 0
-    windows = result.stats.windows.get("closed", 0)
-    print(
-        f"\ningested {result.ingest.accepted} events from {result.stats.sessions} sessions"
-        f" into {windows} windows"
-    )
-    print(f"remembered {len(result.claims)} claims:")
-    for claim in result.claims:
-        quote = claim.evidence[0].quote if claim.evidence else ""
-        quals = f" ({', '.join(claim.qualifiers)})" if claim.qualifiers else ""
-        print(f"  - {claim.text}{quals}    [evidence: “{quote}”]")
-    if result.changes:
-        print("changed its mind (the old belief stays as history):")
-    for change in result.changes:
-        print(f"  - {change.old.text}  →  {change.new.text}    [{change.reason}]")
-    if result.untrusted_events:
-        print(
-            f"kept out: {result.untrusted_events} event(s) from untrusted sources, stored but"
-            " never extracted (provenance enforce)"
-        )
-    for query, recalled in result.recall.items():
-        print(f"\nrecall: {query}")
-        for item in recalled.items:
-            print(f"  [{item.kind}] {item.text}")
-        if not recalled.items:
-            print("  (nothing)")
-    return 0
-
-
-async def cmd_sim_provider(args: argparse.Namespace, cfg: Config) -> int:
-    from anyio.lowlevel import checkpoint
-    from pydantic import ValidationError
-
-    from hlmem.errors import ConfigError
-    from hlmem.sim_provider import SimProvider
-    from hlmem.sim_state import SimSettings
-
-    try:
-        fields = {k: v for k, v in vars(args).items() if k in SimSettings.model_fields}
-        settings = SimSettings(**fields)
-    except ValidationError as exc:
-        raise ConfigError(f"sim-provider: {exc}") from None
-    provider = SimProvider(args.host, args.port, settings).start()
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(wait_for_stop_signal)
-            await checkpoint()  # let it install its handlers before the URL is announced
-            print(f"sim-provider listening on {provider.base_url}", flush=True)
-    finally:
-        await anyio.to_thread.run_sync(provider.stop)
-    stats = provider.stats()
-    text = f"sim-provider stopped: {stats.requests} requests, {stats.ok} ok"
-    _out(args, stats.model_dump(), text)
-    return 0
-
-
-def _typed_opts(sub: argparse.ArgumentParser, prefix: str) -> Callable[..., None]:
-    """``opt(flag, type, default, help_text, **kw)``: add ``flag`` to ``sub``, its default
-    overridden by ``HLMEM_<prefix><FLAG>`` when that is set."""
-
-    def opt(flag: str, kind: type, default: object, help_text: str, **kw: Any) -> None:
-        env = prefix + flag.lstrip("-").replace("-", "_").upper()
-        value = env_default(env)
-        sub.add_argument(
-            flag,
-            type=kind,
-            default=default if value is None else value,
-            help=f"{help_text} [env HLMEM_{env}]",
-            **kw,
-        )
-
-    return opt
-
-
-def _add_sim_provider(sub: argparse.ArgumentParser) -> None:
-    opt = _typed_opts(sub, "SIM_")
-    opt("--host", str, "127.0.0.1", "address to bind")
-    opt("--port", int, 8089, "port to bind (0: any free port)")
-    opt("--latency-ms", float, 0.0, "latency added to every admitted request")
-    opt("--jitter-ms", float, 0.0, "latency varies uniformly by up to this much either way")
-    opt("--rpm", int, None, "requests admitted per window (None: unlimited)")
-    opt("--tpm", int, None, "prompt + max_tokens admitted per window (None: unlimited)")
-    opt("--window-s", float, 60.0, "the sliding window of --rpm and --tpm")
-    opt("--error-rate", float, 0.0, "fraction of admitted requests answered with --error-status")
-    opt("--error-status", int, 500, "status of injected errors", choices=[429, 500, 503])
-    opt("--retry-after", float, None, "Retry-After of injected errors, s", dest="retry_after_s")
-    opt("--garbage-rate", float, 0.0, "fraction of admitted requests answered with malformed JSON")
-    opt(
-        "--bad-json-rate",
-        float,
-        0.0,
-        "fraction of chat answers whose content (not the HTTP body) is malformed JSON",
-    )
-    opt("--seed", int, 0, "seed of the injected errors, garbage and jitter")
-    opt("--price-in", float, None, "price per 1k prompt tokens (only echoed in /stats)")
-    opt("--price-out", float, None, "price per 1k completion tokens (only echoed in /stats)")
-    opt("--require-key", str, None, "answer 401 unless 'Authorization: Bearer KEY' is sent")
-
-
-#: ``hlmem loadtest --extractor`` choices
-EXTRACTORS = ["model", "rules"]
-
-
-async def cmd_loadtest(args: argparse.Namespace, cfg: Config) -> int:
-    from pydantic import ValidationError
-    from tqdm import tqdm
-
-    from hlmem.errors import ConfigError
-    from hlmem.loadreport import render as render_load
-    from hlmem.loadtest import LoadSpec, run_loadtest
-    from hlmem.report_html import write_html
-
-    try:
-        spec = LoadSpec(**{k: v for k, v in vars(args).items() if k in LoadSpec.model_fields})
-    except ValidationError as exc:
-        raise ConfigError(f"loadtest: {exc}") from None
-    quiet = args.json or not sys.stderr.isatty()
-    with tqdm(total=spec.planned_events, desc="loadtest", unit="event", disable=quiet) as bar:
-        report = await run_loadtest(
-            spec, cfg, db=args.db, progress=bar.update, status=bar.set_postfix_str
-        )
-    if args.report:
-        await anyio.to_thread.run_sync(write_html, report, Path(args.report))
-    _out(args, report.model_dump(mode="json"), render_load(report))
-    return 0 if report.consistent else 1
-
-
-def _add_loadtest(sub: argparse.ArgumentParser) -> None:
-    opt = _typed_opts(sub, "LOADTEST_")
-    opt("--sessions", int, 20, "agent sessions (conversations)")
-    opt("--events-per-session", int, 20, "events each session sends")
-    opt("--rate", float, None, "events/s offered over all sessions (None: as fast as acked)")
-    opt("--concurrency", int, None, "sessions talking at once (None: all)")
-    opt("--duration", float, None, "stop offering after this many seconds", dest="duration_s")
-    opt("--seed", int, 0, "seed of the conversations (and of the sim-provider)")
-    opt("--provider", str, "sim", "'sim' or a TOML config with a real provider (needs --budget)")
-    opt("--extractor", str, None, "model or rules (default: model on sim)", choices=EXTRACTORS)
-    opt("--budget", float, None, "hard spending cap enforced by the gateway (real provider)")
-    opt("--latency-ms", float, 200.0, "sim: latency of every answer")
-    opt("--jitter-ms", float, 0.0, "sim: latency varies by up to this much either way")
-    opt("--rpm", int, None, "sim: requests per minute it admits (the gateway paces to it)")
-    opt("--tpm", int, None, "sim: tokens per minute it admits (the gateway paces to it)")
-    opt("--error-rate", float, 0.0, "sim: fraction of requests answered with HTTP 500")
-    opt("--price-in", float, 0.00015, "sim: price per 1k prompt tokens (budget currency)")
-    opt("--price-out", float, 0.0006, "sim: price per 1k completion tokens (budget currency)")
-    opt("--provider-concurrency", int, 16, "sim: requests the gateway keeps in flight")
-    opt("--sample-interval-s", float, 0.5, "queue depth, cost and RSS sampled this often")
-    opt("--e2e-sample", int, 300, "memorable events followed to their claim (e2e latency)")
-    opt("--drain-timeout-s", float, 600.0, "give up draining after this long")
-    opt("--report", str, None, "also write a self-contained HTML report to this file")
+    report = await anyio.to_thread.run_sync(check_database, db, cfg.store)
+    info["database"] = report.model_dump(mode="json")
+    _out(args, info, text + "\n" + render(report))
+    return 0 if report.healthy else 1
 
 
 # --- parser -----------------------------------------------------------------------------------
 
 
 def build_parser() -> argparse.ArgumentParser:
-    # Imported here, not at the top: hlmem.cli_lifecycle uses this module's helpers.
+    # Imported here, not at the top: hlmem.cli_lifecycle and cli_tools use this module's helpers.
     from hlmem.cli_lifecycle import add_lifecycle_commands
+    from hlmem.cli_tools import add_tool_commands
 
-    fmt = argparse.ArgumentDefaultsHelpFormatter
+    fmt = _Help
     parser = argparse.ArgumentParser(
         prog="hlmem",
         description="Local-first long-term memory for LLM agents.",
+        epilog="exit codes:\n" + "\n".join(f"  {k:<4} {v}" for k, v in EXIT_CODES.items()),
         allow_abbrev=False,
         formatter_class=fmt,
     )
@@ -465,6 +384,10 @@ def build_parser() -> argparse.ArgumentParser:
             name, help=help_text, description=help_text, allow_abbrev=False, formatter_class=fmt
         )
         p.add_argument("--json", action="store_true", help="machine-readable output")
+        # also after the command; SUPPRESS: absent here, the value before the command stays
+        p.add_argument(
+            "--db", default=argparse.SUPPRESS, help="SQLite database file [env HLMEM_DB]"
+        )
         p.set_defaults(handler=handler)
         return p
 
@@ -480,6 +403,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--drain", action="store_true", help="run the pipeline here until all is processed"
     )
     p = command("worker", cmd_worker, "run the pipeline on the database (until SIGINT/SIGTERM)")
+    p.epilog = (
+        "SIGINT or SIGTERM stops it gracefully: the work in flight finishes (at most\n"
+        "pipeline.shutdown_grace_s), then exit 0. A second signal changes nothing. A third\n"
+        "stops it at once: the jobs in flight go back to the queue; exit 130 (SIGINT) or 143."
+    )
     p.add_argument("--drain", action="store_true", help="exit once no job is waiting or running")
     p.add_argument("--flush", action="store_true", help="close every open window first")
     p.add_argument(
@@ -565,14 +493,13 @@ def build_parser() -> argparse.ArgumentParser:
     orep.add_argument("--since", default="24h", help="window: 30m, 24h, 7d, ...")
     orep.add_argument("--json", action="store_true", help="machine-readable output")
     add_lifecycle_commands(command)
-    command("doctor", cmd_doctor, "check the SQLite module, its version and sqlite-vec")
-    command("quickstart", cmd_quickstart, "run a sample conversation through a fresh store")
-    _add_sim_provider(
-        command("sim-provider", cmd_sim_provider, "serve a simulated OpenAI-compatible provider")
+    p = command("doctor", cmd_doctor, "check SQLite and sqlite-vec; with --db, the database file")
+    p.epilog = (
+        "With --db: PRAGMA quick_check, the migrations and schema against sql/schema.sql,\n"
+        "the full-text index against its rows, orphan rows. Nothing is changed or created;\n"
+        "exit 0 when healthy, 1 when a check found a problem."
     )
-    _add_loadtest(
-        command("loadtest", cmd_loadtest, "what N sessions cost and whether the pipeline keeps up")
-    )
+    add_tool_commands(command)
     return parser
 
 
@@ -587,12 +514,65 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         cfg = load_config(args.config)
-        return int(anyio.run(args.handler, args, cfg, backend="asyncio"))
-    except HlmemError as exc:
-        print(f"hlmem: error: {exc}", file=sys.stderr)
+        code = int(anyio.run(args.handler, args, cfg, backend="asyncio"))
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return code
+    except (Exception, KeyboardInterrupt, BaseExceptionGroup) as exc:
+        return _failed(exc, verbose=args.verbose)
+
+
+class _Help(argparse.ArgumentDefaultsHelpFormatter):
+    """Defaults shown; a text laid out in lines (the exit codes, the signals) kept as written,
+    the others wrapped."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
+    return [exc]
+
+
+def _db_errors() -> tuple[type[BaseException], ...]:
+    """The DB-API error classes of both SQLite modules (``sqlean``'s are its own)."""
+    errors: list[type[BaseException]] = [sqlite3.Error]
+    sqlean = sys.modules.get("sqlean")
+    if sqlean is not None:
+        errors.append(sqlean.Error)
+    return tuple(errors)
+
+
+def _failed(exc: BaseException, *, verbose: int) -> int:
+    """The exit code of a command that raised ``exc``, after one line on stderr (module
+    docstring); errors inside task groups are found in their exception groups."""
+    leaves = _leaves(exc)
+    if any(isinstance(e, BrokenPipeError) for e in leaves):
+        # The reader left (``| head``): nothing more can be shown. Python flushes stdout again
+        # at exit; point it at devnull so that flush cannot fail too (the Python docs' recipe).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    if any(isinstance(e, KeyboardInterrupt) for e in leaves):
+        print("hlmem: interrupted", file=sys.stderr)
+        return 130
+    # what a user can act on, in this order
+    expected: tuple[type[BaseException], ...] = (HlmemError, *_db_errors(), OSError)
+    first = next((e for kind in expected for e in leaves if isinstance(e, kind)), None)
+    if first is not None:
+        print(f"hlmem: error: {first}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        return 1
+    bug = leaves[0]
+    print(
+        f"hlmem: internal error: {type(bug).__name__}: {bug}"
+        + ("" if verbose else " (run with -v for the traceback)"),
+        file=sys.stderr,
+    )
+    if verbose:
+        logging.getLogger("hlmem").error("internal error", exc_info=bug)
+    return 70
 
 
 if __name__ == "__main__":

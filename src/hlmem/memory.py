@@ -69,13 +69,18 @@ def open(
     config: Config | None = None,
     clock: Clock | None = None,
     pipeline: PipelineMode = "inline",
+    create: bool = True,
 ) -> Memory:
     """A memory on the SQLite file at ``path``; use it as ``async with``.
 
     ``config`` defaults to :func:`hlmem.config.load_config` with no file (defaults plus the
-    ``HLMEM_*`` environment).
+    ``HLMEM_*`` environment). A new file is created unless ``create=False``: then only an
+    existing hlmem database opens (:class:`~hlmem.errors.StoreError` otherwise, and no file is
+    made).
     """
-    return Memory(path, config=config or load_config(), clock=clock, pipeline=pipeline)
+    return Memory(
+        path, config=config or load_config(), clock=clock, pipeline=pipeline, create=create
+    )
 
 
 class Memory:
@@ -86,8 +91,10 @@ class Memory:
         config: Config,
         clock: Clock | None = None,
         pipeline: PipelineMode = "inline",
+        create: bool = True,
     ) -> None:
         self.path = Path(path)
+        self.create = create
         self.config = config
         self.clock = clock or SystemClock()
         self.mode = pipeline
@@ -106,7 +113,7 @@ class Memory:
         stack = AsyncExitStack()
         await stack.__aenter__()
         try:
-            self._store = await Store.open(self.path, self.config.store)
+            self._store = await Store.open(self.path, self.config.store, create=self.create)
             stack.push_async_callback(self._store.close)
             self._queue = JobQueue(self._store, lease_s=self.config.pipeline.lease_s)
             stack.callback(self._queue.retire)
@@ -148,13 +155,17 @@ class Memory:
         stack, self._stack = self._stack, None
         if stack is None:
             return
-        if self._writer is not None:
-            await self._writer.stop()
-        if self._pipeline is not None:
-            self._pipeline.stop()
-        if self._touches is not None:
-            await self._touches.stop()
-        await stack.aclose()
+        try:
+            if self._writer is not None:
+                await self._writer.stop()
+            if self._pipeline is not None:
+                self._pipeline.stop()
+            if self._touches is not None:
+                await self._touches.stop()
+        finally:
+            # Cancelled meanwhile (a worker's forced stop), the rest still closes: the stages
+            # hand back their jobs under shield, and the store closes.
+            await stack.aclose()
 
     # --- internals ----------------------------------------------------------------------------
 
@@ -295,7 +306,11 @@ class Memory:
         await self._control(JobSpec("windower", SessionEnded(namespace=ns, session_id=session_id)))
 
     async def flush(self, *, namespace: str | None = None, session_id: str | None = None) -> None:
-        """Close open windows now: all, one namespace's, or one session's."""
+        """Close open windows now: all, one namespace's, or one session's.
+
+        The flush covers every event acknowledged before it, whichever worker (this process or
+        an ``hlmem worker``) windows them and in whatever order: an event placed after the
+        flush was applied closes its window at once (:mod:`hlmem.stages.windower`)."""
         if session_id is not None and namespace is None:
             namespace = self.config.ingest.default_namespace
         await self._control(
@@ -303,14 +318,19 @@ class Memory:
         )
 
     async def _control(self, spec: JobSpec) -> None:
+        # A control job keeps size 1: the windower finds the flushes and session ends done
+        # after a late events job by that (sql/queries_windower.sql).
         async with self.store.transaction() as tx:
             await self.queue.enqueue(tx, [spec])
 
     async def drain(self, *, timeout_s: float | None = None, settle_s: float = 0.0) -> None:
-        """Wait until no job is waiting or running (failed and parked jobs do not count),
-        and has not been for ``settle_s`` (``hlmem worker --drain`` waits a little, in case a
-        producer is between two events). Then writes the activation boosts of recalls that
-        still wait (``maintenance.access_flush_s``).
+        """Wait until no job is waiting or running in any process (failed and parked jobs do
+        not count), and has not been for ``settle_s`` (``hlmem worker --drain`` waits a little,
+        in case a producer is between two events). Then writes the activation boosts of recalls
+        that still wait (``maintenance.access_flush_s``).
+
+        After :meth:`flush`, idle also means that no window the flush covers is open: the
+        windower closes a late event's window in the transaction that completes its job.
 
         :raises TimeoutError: not idle within ``timeout_s``.
         """

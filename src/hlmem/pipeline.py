@@ -5,13 +5,16 @@
 hands back jobs of workers that died. ``stop`` asks every runner to stop claiming and gives them
 ``shutdown_grace_s`` to drain their queues; whatever still runs after that is cancelled and its
 jobs are handed back. The same pipeline runs inside a caller's event loop (``hlmem.open``) or
-alone in ``hlmem worker``.
+alone in ``hlmem worker``, which stops on SIGINT and SIGTERM through :func:`stop_signals` (the
+first stops gracefully, a second changes nothing, the third stops at once).
 """
 
 from __future__ import annotations
 
 import logging
 import signal
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -163,10 +166,85 @@ class Pipeline:
                 log.warning("housekeeping failed: %s", exc, extra={"action": "housekeeping_failed"})
 
 
-async def wait_for_stop_signal() -> signal.Signals:
-    """Wait for SIGINT or SIGTERM (``hlmem worker``); the signal received."""
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async for received in signals:
-            log.info("stop signal", extra={"action": "signal_received", "signal": received.name})
-            return received
-    raise RuntimeError("signal receiver closed")  # pragma: no cover - the loop only returns
+#: the signals that stop a worker (``hlmem worker``, ``hlmem sim-provider``)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: the stop signal that no longer waits for the work in flight: the third
+FORCE_AFTER = 3
+
+
+class StopSignals:
+    """The stop signals a worker received, from before its pipeline starts until it has stopped.
+
+    The first SIGINT or SIGTERM asks for a graceful stop: :attr:`requested` is set and every
+    :meth:`until_requested` scope is cancelled, so the caller leaves its wait and closes its
+    memory, whose pipeline finishes the work in flight (at most ``pipeline.shutdown_grace_s``).
+    The receiver stays installed meanwhile, so a second signal changes nothing (a supervisor
+    repeating its SIGTERM, an impatient Ctrl-C) instead of killing the process half-way. The
+    third cancels the whole body of :func:`stop_signals` at once: the stages are cancelled and
+    hand their jobs back to the queue, the store is closed, and :attr:`forced` names the signal.
+    After that the receiver is gone, and a fourth signal has its default effect.
+    """
+
+    def __init__(self, on_signal: Callable[[signal.Signals, int], None] | None = None) -> None:
+        self.requested = anyio.Event()
+        #: every stop signal received, in order
+        self.received: list[signal.Signals] = []
+        self._on_signal = on_signal
+        self._force = anyio.CancelScope()
+        self._graceful: list[anyio.CancelScope] = []
+
+    @property
+    def forced(self) -> signal.Signals | None:
+        """The signal that forced the stop, if one did."""
+        return self.received[FORCE_AFTER - 1] if len(self.received) >= FORCE_AFTER else None
+
+    @contextmanager
+    def until_requested(self) -> Iterator[None]:
+        """A block that the first stop signal cancels (what a graceful stop interrupts: the
+        wait of ``hlmem worker``, its ``--drain``); a signal before it cancels it at once."""
+        scope = anyio.CancelScope()
+        if self.requested.is_set():
+            scope.cancel()
+        self._graceful.append(scope)
+        try:
+            with scope:
+                yield
+        finally:
+            self._graceful.remove(scope)
+
+    async def _watch(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+            task_status.started()
+            async for received in signals:
+                self.received.append(received)
+                count = len(self.received)
+                log.info(
+                    "stop signal",
+                    extra={"action": "signal_received", "signal": received.name, "count": count},
+                )
+                if self._on_signal is not None:
+                    self._on_signal(received, count)
+                if count == 1:
+                    self.requested.set()
+                    for scope in self._graceful:
+                        scope.cancel()
+                elif count >= FORCE_AFTER:
+                    self._force.cancel()
+                    return
+
+
+@asynccontextmanager
+async def stop_signals(
+    on_signal: Callable[[signal.Signals, int], None] | None = None,
+) -> AsyncIterator[StopSignals]:
+    """Receive SIGINT and SIGTERM for the whole block (:class:`StopSignals`); ``on_signal(sig,
+    count)`` is told of each. Enter it before the pipeline opens and leave it after the pipeline
+    has closed: a signal during the graceful stop must find the receiver still there."""
+    stop = StopSignals(on_signal)
+    async with anyio.create_task_group() as tg:
+        await tg.start(stop._watch)
+        try:
+            with stop._force:
+                yield stop
+        finally:
+            tg.cancel_scope.cancel()

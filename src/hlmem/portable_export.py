@@ -42,7 +42,7 @@ from hlmem.portable_records import (
     VectorRecord,
     embedding_model,
 )
-from hlmem.store import QUERIES, connect_sync, migrations, sqlite_module
+from hlmem.store import QUERIES, _Errors, connect_sync, migrations, sqlite_module
 
 log = logging.getLogger(__name__)
 
@@ -208,6 +208,8 @@ def export_sync(
     """Write the export of ``db`` to ``out``; blocking (run it in a worker thread).
 
     :raises InputError: ``out`` exists as a directory, or its folder does not.
+    :raises StoreError: ``db`` is not an hlmem database or cannot be read (corrupt); ``out`` is
+        not written.
     """
     if out.is_dir() or not out.parent.is_dir():
         raise InputError(f"export: cannot write {out}")
@@ -219,7 +221,24 @@ def export_sync(
         "dim": model.dim,
     }
     module = sqlite_module(cfg.store.sqlite_module)
-    conn, _ = connect_sync(db, cfg.store.model_copy(update={"load_vec": False}), module)
+    # A corrupt file raises the module's own errors: one line, never a traceback.
+    with _Errors(module).mapped(f"export: {db}: "):
+        return _export(db, cfg, out, module, params, vectors=vectors, now=now)
+
+
+def _export(
+    db: Path,
+    cfg: Config,
+    out: Path,
+    module: Any,
+    params: dict[str, Any],
+    *,
+    vectors: bool,
+    now: datetime,
+) -> ExportSummary:
+    model = embedding_model(cfg.embedder)
+    store_cfg = cfg.store.model_copy(update={"load_vec": False})
+    conn, _ = connect_sync(db, store_cfg, module, create=False)
     tmp = out.with_name(out.name + ".partial")
     try:
         conn.execute("BEGIN")  # one read transaction: every page comes from one snapshot

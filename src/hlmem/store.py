@@ -156,40 +156,50 @@ class Store:
         self._closed = False
 
     @classmethod
-    async def open(cls, path: str | Path, cfg: StoreConfig, *, migrate: bool = True) -> Store:
+    async def open(
+        cls, path: str | Path, cfg: StoreConfig, *, migrate: bool = True, create: bool = True
+    ) -> Store:
         """Open (and by default migrate) the database file at ``path``.
 
+        ``create=False`` opens only an existing hlmem database: a missing file is refused and
+        never created (no ``-wal`` or ``-shm`` either), and so is a file without hlmem's schema,
+        before anything is written to it (the command line's read commands open so).
+
         :raises SchemaError: SQLite too old, or the file has migrations this version lacks.
-        :raises StoreError: the file cannot be opened.
+        :raises StoreError: no such file (``create=False``), or it cannot be opened: not a
+            database, not an hlmem database (``create=False``), corrupt, a directory, no access.
         """
         path = Path(path)
         module = sqlite_module(cfg.sqlite_module)
         version = tuple(int(p) for p in module.sqlite_version.split("."))
         if version < MIN_SQLITE:
             raise SchemaError(f"SQLite {module.sqlite_version} is older than 3.35 (RETURNING)")
+        if not create and not path.exists():
+            raise StoreError(f"no such database: {path} (create one with `hlmem init`)")
         vec_version: list[str | None] = [None]
 
         def connector() -> Any:
-            conn, vec_version[0] = connect_sync(path, cfg, module)
+            conn, vec_version[0] = connect_sync(path, cfg, module, create=create)
             return conn
 
+        errors = _Errors(module)
+        with errors.mapped(f"cannot open {path}: "):
+            writer = await _connect(connector, cfg.iter_chunk_size)
         try:
-            writer = await aiosqlite.Connection(connector, cfg.iter_chunk_size)
-        except module.Error as exc:
-            raise StoreError(f"cannot open {path}: {exc}") from exc
-        try:
-            reader = await aiosqlite.Connection(connector, cfg.iter_chunk_size)
+            with errors.mapped(f"cannot open {path}: "):
+                reader = await _connect(connector, cfg.iter_chunk_size)
         except BaseException:
             await writer.close()
             raise
         caps = Capabilities(module.__name__, module.sqlite_version, vec_version[0])
         store = cls(path, cfg, module, writer, reader, caps)
         try:
-            if migrate:
-                await store.migrate()
-            else:
-                await store.check_schema()
-            await store._start_checkpointer()
+            with errors.mapped(f"{path}: "):
+                if migrate:
+                    await store.migrate()
+                else:
+                    await store.check_schema()
+                await store._start_checkpointer()
         except BaseException:
             await store.close()
             raise
@@ -429,6 +439,22 @@ class Store:
             " ORDER BY type, name"
         )
         return "".join(f"{r[0]};\n\n" for r in rows)
+
+
+async def _connect(connector: Callable[[], Any], iter_chunk_size: int) -> aiosqlite.Connection:
+    """An aiosqlite connection made by ``connector`` on its own thread.
+
+    When ``connector`` fails, aiosqlite queues its thread's stop but does not wait for it: the
+    thread then calls back into the event loop, which may have closed by then (a command that
+    fails at once), and prints "Event loop is closed". Wait for the thread here instead.
+    """
+    conn = aiosqlite.Connection(connector, iter_chunk_size)
+    try:
+        return await conn
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(conn._thread.join)
+        raise
 
 
 SCHEMA_HEADER = (

@@ -174,15 +174,34 @@ def sqlite_module(choice: str) -> ModuleType:
 # --- blocking helpers, shared by Store (on aiosqlite's thread) and hlmem.writer_process ------
 
 
-def connect_sync(path: str | Path, cfg: StoreConfig, module: ModuleType) -> tuple[Any, str | None]:
+def connect_sync(
+    path: str | Path, cfg: StoreConfig, module: ModuleType, *, create: bool = True
+) -> tuple[Any, str | None]:
     """Open one connection with hlmem's pragmas; blocking. Return it and the sqlite-vec version
-    (``None`` when not loaded: not configured, or the module cannot load extensions)."""
-    conn = module.connect(str(path), isolation_level=None, check_same_thread=False)
-    conn.row_factory = module.Row
-    conn.execute(f"PRAGMA busy_timeout = {int(cfg.busy_timeout_ms)}")
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA synchronous = NORMAL")
-    conn.execute("PRAGMA foreign_keys = ON")
+    (``None`` when not loaded: not configured, or the module cannot load extensions).
+
+    ``create=False`` opens only an existing hlmem database: SQLite itself is told not to create
+    the file, and a file without hlmem's schema is refused before anything is written to it.
+
+    :raises StoreError: ``create=False`` and the file is not an hlmem database.
+    :raises module.Error: the file cannot be opened or read (unmapped: see :class:`_Errors`).
+    """
+    if create:
+        conn = module.connect(str(path), isolation_level=None, check_same_thread=False)
+    else:
+        uri = Path(path).absolute().as_uri() + "?mode=rw"
+        conn = module.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    try:
+        conn.row_factory = module.Row
+        conn.execute(f"PRAGMA busy_timeout = {int(cfg.busy_timeout_ms)}")
+        if not create and not conn.execute(QUERIES["backup_is_hlmem"]).fetchone()[0]:
+            raise StoreError(f"{path} is not an hlmem database (create one with `hlmem init`)")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+    except BaseException:
+        conn.close()
+        raise
     vec_version: str | None = None
     if cfg.load_vec and hasattr(conn, "enable_load_extension"):
         try:
@@ -272,24 +291,30 @@ class SyncReader:
 
 
 class _Errors:
-    """Translate the active module's exceptions into hlmem errors."""
+    """Translate the active module's exceptions into hlmem errors.
+
+    The module's own classes: ``sqlean``'s exceptions are not the stdlib ``sqlite3``'s (a
+    corrupt file raises ``sqlean.dbapi2.DatabaseError``), so catching one module's classes lets
+    the other's through."""
 
     def __init__(self, module: ModuleType) -> None:
         self.module = module
 
     @contextmanager
-    def mapped(self) -> Iterator[None]:
+    def mapped(self, context: str = "") -> Iterator[None]:
+        """Map the module's errors raised in the block; ``context`` prefixes their message
+        (e.g. ``"backup: memory.db: "``)."""
         try:
             yield
         except self.module.IntegrityError as exc:
             if "immutable" in str(exc):
-                raise ImmutableEvent(str(exc)) from exc
-            raise StoreError(str(exc)) from exc
+                raise ImmutableEvent(context + str(exc)) from exc
+            raise StoreError(context + str(exc)) from exc
         except self.module.OperationalError as exc:
             if "locked" in str(exc) or "busy" in str(exc):
-                raise StoreBusy(str(exc)) from exc
+                raise StoreBusy(context + str(exc)) from exc
             if "immutable" in str(exc):
-                raise ImmutableEvent(str(exc)) from exc
-            raise StoreError(str(exc)) from exc
-        except self.module.DatabaseError as exc:
-            raise StoreError(str(exc)) from exc
+                raise ImmutableEvent(context + str(exc)) from exc
+            raise StoreError(context + str(exc)) from exc
+        except self.module.DatabaseError as exc:  # a corrupt file, not a database, ...
+            raise StoreError(context + str(exc)) from exc

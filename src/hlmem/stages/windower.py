@@ -8,6 +8,14 @@ chunks, and each chunk is a piece. All window state lives in the database and ch
 the job-completing transaction, so open windows survive a crash as they were, and a replayed job
 finds its pieces already placed (``window_items`` is unique on event and chunk) and does nothing.
 Jobs are applied in job-id order, which is each session's commit order.
+
+Several workers (``hlmem worker`` processes on one file) claim windower jobs independently, so a
+flush or a session end may be applied by one worker while another still holds events acknowledged
+before it. Such a batch is *late*: after placing the events of a job, it closes their windows
+itself when a flush or session end with a higher job id, in scope, is already done. A flush
+therefore closes every window holding events acknowledged before it, whichever worker places
+them, in the same transaction that completes their job; ``drain()`` sees no job waiting and no
+window the flush left open at the same moment.
 """
 
 from __future__ import annotations
@@ -15,11 +23,18 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hlmem.clock import Clock, iso, parse_iso
 from hlmem.config import WindowerConfig
-from hlmem.messages import EventsAdded, FlushRequested, Job, SessionEnded, WindowClosed
+from hlmem.messages import (
+    JOB_PAYLOAD,
+    EventsAdded,
+    FlushRequested,
+    Job,
+    SessionEnded,
+    WindowClosed,
+)
 from hlmem.queue import JobSpec
 from hlmem.stages.base import Stage
 from hlmem.store import SyncTx
@@ -212,26 +227,12 @@ class Windower(Stage[None]):
         batch = _Batch(self.cfg)
         batch.load(tx.fetchall("open_windows_for_keys", (json.dumps(sorted(keys)),)))
         now = iso(self.clock.now())
+        late = _controls_done_after(tx, jobs)
         for job in jobs:
             payload = job.payload
             if isinstance(payload, EventsAdded):
-                for event_id in payload.event_ids:
-                    row = info.get(event_id)
-                    if row is None:  # forgotten before it was windowed
-                        continue
-                    text = contents.get(event_id)
-                    spans = (
-                        [(0, row[4])] if text is None else chunk_spans(text, self.cfg.chunk_chars)
-                    )
-                    for no, (start, end) in enumerate(spans):
-                        if (event_id, no) not in placed:
-                            batch.add(
-                                namespace=row[1],
-                                session_id=row[2],
-                                event_id=event_id,
-                                chunk=(no, len(spans), start, end),
-                                recorded_at=row[3],
-                            )
+                sessions = self._place(batch, payload, info, contents, placed)
+                _close_late(batch, job.id, sessions, late, now)
             elif isinstance(payload, SessionEnded):
                 batch.close(session_key(payload.namespace, payload.session_id), "session_end", now)
                 tx.execute("end_session", (now, payload.namespace, payload.session_id))
@@ -241,6 +242,35 @@ class Windower(Stage[None]):
                 for key in [k for k, w in batch.open.items() if _in_scope(w, payload)]:
                     batch.close(key, "flush", now)
         return batch.write(tx)
+
+    def _place(
+        self,
+        batch: _Batch,
+        payload: EventsAdded,
+        info: dict[str, Any],
+        contents: dict[str, str],
+        placed: set[tuple[str, int]],
+    ) -> dict[str, tuple[str, str]]:
+        """Add the pieces of ``payload``'s events not placed yet; the sessions they went to,
+        by session key."""
+        sessions: dict[str, tuple[str, str]] = {}
+        for event_id in payload.event_ids:
+            row = info.get(event_id)
+            if row is None:  # forgotten before it was windowed
+                continue
+            text = contents.get(event_id)
+            spans = [(0, row[4])] if text is None else chunk_spans(text, self.cfg.chunk_chars)
+            for no, (start, end) in enumerate(spans):
+                if (event_id, no) not in placed:
+                    batch.add(
+                        namespace=row[1],
+                        session_id=row[2],
+                        event_id=event_id,
+                        chunk=(no, len(spans), start, end),
+                        recorded_at=row[3],
+                    )
+                    sessions[session_key(row[1], row[2])] = (row[1], row[2])
+        return sessions
 
     def tick(self, tx: SyncTx, now: datetime) -> list[JobSpec]:
         """Close windows whose first event is ``max_age_s`` old by the injected clock."""
@@ -256,6 +286,43 @@ class Windower(Stage[None]):
 
 
 def _in_scope(w: _Window, flush: FlushRequested) -> bool:
-    return (flush.namespace is None or w.namespace == flush.namespace) and (
-        flush.session_id is None or w.session_id == flush.session_id
+    return _covers(flush, w.namespace, w.session_id)
+
+
+def _covers(control: FlushRequested | SessionEnded, namespace: str, session_id: str) -> bool:
+    if isinstance(control, SessionEnded):
+        return control.namespace == namespace and control.session_id == session_id
+    return (control.namespace is None or namespace == control.namespace) and (
+        control.session_id is None or session_id == control.session_id
     )
+
+
+_Control = tuple[int, FlushRequested | SessionEnded]
+
+
+def _controls_done_after(tx: SyncTx, jobs: list[Job]) -> list[_Control]:
+    """The flushes and session ends other workers applied after this batch's oldest events job
+    was enqueued (by job id), oldest first: none unless the batch is late."""
+    first = min((j.id for j in jobs if isinstance(j.payload, EventsAdded)), default=None)
+    if first is None:
+        return []
+    out: list[_Control] = []
+    for job_id, raw in tx.fetchall("windower_controls_done_after", (first,)):
+        payload = JOB_PAYLOAD.validate_json(raw)
+        if isinstance(payload, FlushRequested | SessionEnded):
+            out.append((int(job_id), payload))
+    return out
+
+
+def _close_late(
+    batch: _Batch, job_id: int, sessions: dict[str, tuple[str, str]], late: list[_Control], at: str
+) -> None:
+    """Close the windows of ``sessions`` (the events job ``job_id`` just placed) that a flush or
+    session end enqueued after that job, and already applied elsewhere, was asked to close."""
+    for control_id, control in late:
+        if control_id < job_id:
+            continue
+        reason = "session_end" if isinstance(control, SessionEnded) else "flush"
+        for key, (namespace, session_id) in sessions.items():
+            if _covers(control, namespace, session_id):
+                batch.close(key, reason, at)
