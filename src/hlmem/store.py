@@ -441,6 +441,30 @@ class Store:
         return "".join(f"{r[0]};\n\n" for r in rows)
 
 
+class _CallNamesOnly(logging.Filter):
+    """Keeps aiosqlite's DEBUG records ("executing <call>") to the name of the call.
+
+    aiosqlite logs each queued call as its ``functools.partial``, whose repr holds the SQL
+    parameters: event content, with whatever secret a user said (DESIGN.md §7b: no log line
+    holds one). The record keeps its place in the log, without the arguments."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple) and record.args:
+            record.args = tuple(_call_name(a) for a in record.args)
+        return True
+
+
+def _call_name(arg: object) -> object:
+    if isinstance(arg, BaseException):
+        return arg
+    func = getattr(arg, "func", arg)
+    return getattr(func, "__qualname__", None) or type(func).__name__
+
+
+_AIOSQLITE_LOG_FILTER = _CallNamesOnly()
+logging.getLogger("aiosqlite").addFilter(_AIOSQLITE_LOG_FILTER)
+
+
 async def _connect(connector: Callable[[], Any], iter_chunk_size: int) -> aiosqlite.Connection:
     """An aiosqlite connection made by ``connector`` on its own thread.
 
