@@ -459,13 +459,17 @@ class Memory:
         query: str | None = None,
         namespace: str | None = None,
         dry_run: bool = False,
+        confirmed: ForgetResult | None = None,
     ) -> ForgetResult:
         """Forget by exactly one of claim id, event id, session id or query: tombstones first,
         then the claims, their vectors, full-text rows, evidence and links, and the events no
         remaining claim rests on, in one transaction (:mod:`hlmem.forget` has the rules).
-        ``dry_run`` reports what would go and changes nothing.
+        A query forgets only what really matches it (nothing when nothing does: ``matched``
+        is empty). ``dry_run`` reports what would go (the plan) and changes nothing;
+        ``confirmed=plan`` forgets exactly what that dry run listed, or nothing.
 
-        :raises InputError: not exactly one selector, or one that names nothing known.
+        :raises InputError: not exactly one selector, or one that names nothing known; a
+            ``confirmed`` plan that is not this forget's, or no longer what it would forget.
         """
         if self._recaller is None:
             self._recaller = Recaller(self.store, self.config, self._gateway)
@@ -480,6 +484,7 @@ class Memory:
             query=query,
             namespace=namespace,
             dry_run=dry_run,
+            confirmed=confirmed,
         )
 
     async def correct(self, claim_id: str, text: str, *, event_id: str | None = None) -> Correction:

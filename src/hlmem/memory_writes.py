@@ -184,6 +184,7 @@ async def forget(
     query: str | None,
     namespace: str | None,
     dry_run: bool,
+    confirmed: ForgetResult | None = None,
 ) -> ForgetResult:
     """Run :func:`hlmem.forget.forget` (``Memory.forget``), recalling through ``recaller``.
 
@@ -215,6 +216,7 @@ async def forget(
         query=query,
         namespace=namespace,
         dry_run=dry_run,
+        confirmed=confirmed,
     )
 
 

@@ -5,7 +5,7 @@
 -- --- forget: what to delete ---------------------------------------------------------------------
 
 -- name: forget_claim_rows
-SELECT id, namespace, status, content_hash, superseded_by, valid_from, recorded_at
+SELECT id, namespace, status, content_hash, superseded_by, valid_from, recorded_at, text
 FROM claims WHERE id IN (SELECT value FROM json_each(?));
 
 -- name: forget_claims_of_events
@@ -134,6 +134,14 @@ SELECT kind, count(*), coalesce(sum(blocked), 0) FROM tombstones GROUP BY kind;
 
 -- name: forget_tombstone_of
 SELECT kind, created_at, reason FROM tombstones WHERE kind = ? AND key = ?;
+
+-- name: forget_item_vectors
+-- The stored vectors of the recalled :items ([kind, id] pairs) made by the :model / :version
+-- embedder (forget by query's vector floor).
+SELECT v.owner_kind, v.owner_id, v.vector FROM vectors v
+JOIN json_each(:items) j ON v.owner_kind = json_extract(j.value, '$[0]')
+                        AND v.owner_id = json_extract(j.value, '$[1]')
+WHERE v.model_id = :model AND v.model_version = :version;
 
 -- --- in-conversation forget requests (stages/admission.py) --------------------------------------
 
