@@ -57,7 +57,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from hlmem.admission import worth_extracting
-from hlmem.clock import iso
+from hlmem.clock import iso, parse_iso
 from hlmem.config import Config
 from hlmem.embedding import LocalEmbedder
 from hlmem.errors import InputError
@@ -153,6 +153,41 @@ class _Found:
     events: dict[str, Any] = field(default_factory=dict)
     kept: list[str] = field(default_factory=list)
     facts: set[str] = field(default_factory=set)
+
+
+_BLOCKED_WHAT = {
+    "event": "this event was forgotten",
+    "content": "its content was forgotten",
+    "session": "its session was forgotten (and it happened before that)",
+    "slot": "this fact was forgotten",
+    "claim": "this claim was forgotten",
+}
+
+
+class Blocked(BaseModel):
+    """An event id a forget stops: nothing with that id is stored, however often it is sent."""
+
+    model_config = ConfigDict(frozen=True)
+
+    event_id: str
+    #: when the forget that stops it was made
+    forgotten_at: datetime
+    #: the forget's reason ("forget by query"; "dropped on arrival: its content was forgotten
+    #: (forget by claim)" for an event whose content or session a forget had stopped)
+    reason: str
+
+
+async def blocked(store: Store, event_ids: Iterable[str]) -> dict[str, Blocked]:
+    """The ids of ``event_ids`` that a forget stops, with when and why (``Memory.blocked``)."""
+    ids = sorted(set(event_ids))
+    found = await store.fetchall("forget_event_tombstones", (json.dumps(ids),)) if ids else []
+    return {r[0]: Blocked(event_id=r[0], forgotten_at=parse_iso(r[1]), reason=r[2]) for r in found}
+
+
+def blocked_reason(kind: str, at: str) -> str:
+    """What a caller is told about something a tombstone of ``kind``, written at ``at``, stops:
+    "its content was forgotten at 2026-03-01T09:00:00+00:00"."""
+    return f"{_BLOCKED_WHAT.get(kind, f'a {kind} tombstone stops it')} at {at}"
 
 
 def _js(items: Iterable[Any]) -> str:
