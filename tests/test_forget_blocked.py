@@ -67,7 +67,7 @@ def counts(db: Path) -> dict[str, int]:
     return {t: count(db, t) for t in ("events", "claims", "jobs", "tombstones", "sessions")}
 
 
-SETUPS = {
+SETUPS: dict[str, dict[str, dict[str, object]]] = {
     "thread": {"ingest": {"writer": "thread"}},
     "process": {"ingest": {"writer": "process"}},
     "stdlib-sqlite3": {"store": {"sqlite_module": "stdlib"}},
