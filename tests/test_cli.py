@@ -130,7 +130,14 @@ def test_ingest_valid_file_then_reingest_is_a_no_op(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
     events = jsonl(tmp_path / "events.jsonl", VALID)
     first = ok_json(hlmem("--db", db, "ingest", events, "--json", cwd=tmp_path))
-    assert first == {"accepted": len(VALID), "duplicate": 0, "rejected": 0, "errors": []}
+    assert first == {
+        "accepted": len(VALID),
+        "duplicate": 0,
+        "rejected": 0,
+        "errors": [],
+        "blocked": 0,
+        "blocked_lines": [],
+    }
     stored = rows(db, "SELECT id, session_id, role, content, metadata FROM events ORDER BY seq")
     assert [r[3] for r in stored] == [e["content"] for e in VALID]
     assert stored[3][0] == "msg-42"
@@ -334,6 +341,8 @@ def test_ingest_bad_lines_are_reported_and_the_rest_is_stored_once(tmp_path: Pat
         "duplicate": len(valid_lines),
         "rejected": 0,
         "errors": [],
+        "blocked": 0,
+        "blocked_lines": [],
     }
     assert count(db, "events") == len(valid_lines) + len(expected)
     assert sorted(

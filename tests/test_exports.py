@@ -19,6 +19,7 @@ PUBLIC = [
     "ContentTooLarge",
     "EventIn",
     "EvidenceSpan",
+    "ForgottenFact",
     "HlmemError",
     "ImmutableEvent",
     "InputError",

@@ -144,7 +144,13 @@ async def test_process_mode_stores_exactly_what_thread_mode_stores(tmp_path: Pat
     got = results["process"]
     assert got["first"] == got["again"] == "e1"
     assert got["batch"] == ["a", "b", "a", "c"]
-    assert got["submit"] == [("a", True), ("b", True), ("a", True), ("c", True), ("d", False)]
+    assert got["submit"] == [
+        ("a", True, None),
+        ("b", True, None),
+        ("a", True, None),
+        ("c", True, None),
+        ("d", False, None),
+    ]
     assert got["concurrent"] == ["same"]
 
     thread, process = snapshot(files["thread"]), snapshot(files["process"])

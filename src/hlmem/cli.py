@@ -40,7 +40,7 @@ import anyio
 
 from hlmem import langdata
 from hlmem.config import Config, env_default, load_config
-from hlmem.errors import HlmemError
+from hlmem.errors import ForgottenFact, HlmemError
 from hlmem.memory import Memory
 from hlmem.memory import open as open_memory
 from hlmem.messages import Claim
@@ -147,12 +147,14 @@ async def cmd_ingest(args: argparse.Namespace, cfg: Config) -> int:
     async with _memory(args, cfg, drain=args.drain, flush=True) as mem:
         with tqdm(total=total, unit="line", disable=args.json or not sys.stderr.isatty()) as bar:
             summary = await ingest_jsonl(mem, path, progress=bar.update)
-    for err in summary.errors:
+    for err in (*summary.errors, *summary.blocked_lines):
         print(err, file=sys.stderr)
     _out(
         args,
         summary.model_dump(),
-        f"accepted {summary.accepted}, duplicate {summary.duplicate}, rejected {summary.rejected}",
+        f"accepted {summary.accepted}, duplicate {summary.duplicate}, "
+        + (f"blocked {summary.blocked} (forgotten), " if summary.blocked else "")
+        + f"rejected {summary.rejected}",
     )
     return 1 if summary.rejected else 0
 
@@ -271,21 +273,37 @@ def _when(text: str | None) -> datetime | None:
 
 
 async def cmd_remember(args: argparse.Namespace, cfg: Config) -> int:
+    """A forgotten fact is refused (exit 1, with the forget's time); ``--override-forget``
+    teaches it again and says which forget it lifted."""
+    fields = {
+        "text": args.text,
+        "namespace": args.namespace,
+        "polarity": -1 if args.negated else 1,
+        "qualifiers": args.qualifier,
+        "scope": args.scope,
+        "valid_from": _when(args.valid_from),
+        "valid_to": _when(args.valid_to),
+        "importance": args.importance,
+    }
+    lifted: ForgottenFact | None = None
     async with _memory(args, cfg, drain=args.drain) as mem:
-        event_id = await mem.remember(
-            args.subject,
-            args.predicate,
-            args.value,
-            text=args.text,
-            namespace=args.namespace,
-            polarity=-1 if args.negated else 1,
-            qualifiers=args.qualifier,
-            scope=args.scope,
-            valid_from=_when(args.valid_from),
-            valid_to=_when(args.valid_to),
-            importance=args.importance,
-        )
-    _out(args, {"event_id": event_id}, f"remembered (event {event_id})")
+        try:
+            event_id = await mem.remember(args.subject, args.predicate, args.value, **fields)
+        except ForgottenFact as exc:
+            if not args.override_forget:
+                raise
+            lifted = exc
+            event_id = await mem.remember(
+                args.subject, args.predicate, args.value, override_forget=True, **fields
+            )
+    note = (
+        f"; override_forget: lifted the {', '.join(lifted.kinds)} tombstone(s) of the forget "
+        f"of {lifted.forgotten_at}"
+        if lifted
+        else ""
+    )
+    data = {"event_id": event_id, "lifted": list(lifted.kinds) if lifted else []}
+    _out(args, data, f"remembered (event {event_id}){note}")
     return 0
 
 
@@ -471,6 +489,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--importance", type=float, default=0.7, help="0..1")
     p.add_argument(
         "--drain", action="store_true", help="run the pipeline here until the claim is placed"
+    )
+    p.add_argument(
+        "--override-forget",
+        action="store_true",
+        help="teach a forgotten fact again: lift its forget's content and slot tombstones",
     )
     p = command("claims", cmd_claims, "list claims: current beliefs, history, as of a time")
     p.add_argument(

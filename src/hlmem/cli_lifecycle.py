@@ -10,8 +10,11 @@ database, the memory and its ``--drain``), and adds these commands with
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from pathlib import Path
+
+import anyio
 
 from hlmem.cli import Handler, _memory, _need_db, _out
 from hlmem.config import Config
@@ -25,32 +28,81 @@ Command = Callable[[str, Handler, str], argparse.ArgumentParser]
 def _forget_text(r: ForgetResult) -> str:
     if r.already_forgotten:
         return "already forgotten: nothing left to forget"
+    if r.by == "query" and not r.matched:
+        terms = ", ".join(r.query_terms)
+        why = (
+            f"no memory holds its content terms ({terms}) nor has a vector close enough"
+            if terms
+            else "it has no content terms (only question or forget words)"
+        )
+        return (
+            f"nothing matches {r.query!r} (recall found {r.recalled} item(s); {why}): "
+            "nothing was forgotten"
+        )
     if not (r.claim_ids or r.event_ids):
         return "nothing to forget"
     verb = "would forget" if r.dry_run else "forgot"
+    about = f" for {r.query!r} (content terms: {', '.join(r.query_terms)})" if r.query else ""
     lines = [
-        f"{verb} {len(r.claim_ids)} claim(s) and {len(r.event_ids)} event(s): {r.vectors} "
-        f"vector(s), {r.fts_rows} full-text row(s), {r.evidence_links} evidence link(s); "
-        f"{r.tombstones} tombstone(s)" + (" (dry run: nothing changed)" if r.dry_run else "")
+        f"{verb} {len(r.claim_ids)} claim(s) and {len(r.event_ids)} event(s){about}: "
+        f"{r.vectors} vector(s), {r.fts_rows} full-text row(s), {r.evidence_links} evidence "
+        f"link(s); {r.tombstones} tombstone(s)"
+        + (" (dry run: nothing changed)" if r.dry_run else "")
     ]
-    lines += [f"  claim {c}" for c in r.claim_ids] + [f"  event {e}" for e in r.event_ids]
+    lines += [f"  claim {c}: {r.claim_texts.get(c, '')}" for c in r.claim_ids]
+    lines += [f"  event {e}" for e in r.event_ids]
     lines += [f"  kept event {e} (still needed)" for e in r.kept_event_ids]
     lines += [f"  believed again: claim {c}" for c in r.reinstated_claim_ids]
     return "\n".join(lines)
 
 
+def _say(text: str, end: str = "\n") -> None:
+    sys.stderr.write(text + end)
+    sys.stderr.flush()
+
+
+async def _confirmed(args: argparse.Namespace, plan: ForgetResult) -> bool:
+    """Whether the user confirms the plan of a query forget: shown on stdout (on stderr under
+    ``--json``, whose stdout is the result), then asked on stderr, answered on a terminal;
+    without one, refused (``--yes`` confirms in advance)."""
+    terminal = sys.stdin is not None and sys.stdin.isatty()
+    if getattr(args, "json", False) and terminal:
+        _say(_forget_text(plan))
+    else:
+        _out(args, plan.model_dump(mode="json"), _forget_text(plan))
+    if not terminal:
+        _say("not confirmed: nothing was forgotten (stdin is not a terminal; pass --yes)")
+        return False
+    _say("forget these? [y/N] ", end="")
+    answer = await anyio.to_thread.run_sync(sys.stdin.readline)
+    if answer.strip().lower() in {"y", "yes"}:
+        return True
+    _say("not confirmed: nothing was forgotten")
+    return False
+
+
 async def cmd_forget(args: argparse.Namespace, cfg: Config) -> int:
+    """Forget by id at once; by query, show the plan and ask first (``--yes``: don't ask).
+    Exit 1 when a query matches nothing or its plan is not confirmed."""
     async with _memory(args, cfg) as mem:
-        result = await mem.forget(
-            claim_id=args.claim,
-            event_id=args.event,
-            session_id=args.session,
-            query=args.query,
-            namespace=args.namespace,
-            dry_run=args.dry_run,
-        )
+        if args.query is None:
+            result = await mem.forget(
+                claim_id=args.claim,
+                event_id=args.event,
+                session_id=args.session,
+                namespace=args.namespace,
+                dry_run=args.dry_run,
+            )
+        else:
+            result = await mem.forget(query=args.query, namespace=args.namespace, dry_run=True)
+            if result.matched and not args.dry_run:
+                if not (args.yes or await _confirmed(args, result)):
+                    return 1
+                result = await mem.forget(
+                    query=args.query, namespace=args.namespace, confirmed=result
+                )
     _out(args, result.model_dump(mode="json"), _forget_text(result))
-    return 0
+    return 1 if result.by == "query" and not result.matched else 0
 
 
 async def cmd_correct(args: argparse.Namespace, cfg: Config) -> int:
@@ -161,11 +213,19 @@ def add_lifecycle_commands(command: Command) -> None:
     which.add_argument("--claim", help="this claim")
     which.add_argument("--event", help="this event and every claim resting on it")
     which.add_argument("--session", help="every event of this session and their claims")
-    which.add_argument("--query", help="the claims recall finds best for this query")
+    which.add_argument(
+        "--query", help="the memories that match this query (shows the plan and asks first)"
+    )
     p.add_argument(
         "--namespace", default=None, help="namespace (default: ingest.default_namespace)"
     )
     p.add_argument("--dry-run", action="store_true", help="show what would go; change nothing")
+    p.add_argument(
+        "--yes",
+        action="store_true",
+        help="forget a query's matches without asking (a query forget shows its plan and "
+        "asks on a terminal; without one it refuses)",
+    )
     p = command("correct", cmd_correct, "correct a claim with the user's value or words")
     p.add_argument("claim_id", help="the active claim to correct")
     p.add_argument("text", help='the new value ("北京") or the user\'s words ("其实我住在北京")')

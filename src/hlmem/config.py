@@ -241,8 +241,13 @@ class PluginsConfig(_Section):
 
 class ForgetConfig(_Section):
     # forget(query=...): of what recall returns for the query (claims, and events with the
-    # claims resting on them), the items scoring at least this fraction of the best one's
-    # score are forgotten (1.0: the best and its ties) ...
+    # claims resting on them), only the items that match it pass (hlmem.forget_match): they
+    # hold at least this fraction of the query's content terms (1.0: every one) ...
+    query_min_term_coverage: float = Field(1.0, gt=0, le=1)
+    # ... or their vector's cosine with the query's (local embedder) is at least this ...
+    query_min_similarity: float = Field(0.85, gt=0, le=1)
+    # ... and of those, the items scoring at least this fraction of the best one's score are
+    # forgotten (1.0: the best and its ties) ...
     query_relative_score: float = Field(0.8, gt=0, le=1)
     # ... and at most this many per call (claims folded into a chosen one go with it).
     query_max_items: int = Field(5, ge=1)

@@ -5,7 +5,8 @@ Errors are grouped by what the caller does next::
     HlmemError
     ├── ConfigError              bad configuration: fix it and start again
     ├── InputError               bad input from a caller: nothing was written
-    │   └── ContentTooLarge      an event's content is over ingest.max_content_chars
+    │   ├── ContentTooLarge      an event's content is over ingest.max_content_chars
+    │   └── ForgottenFact        a forget's tombstone stops a remembered fact (forgotten_at)
     ├── StoreError               the database refused or is unusable
     │   ├── SchemaError          migrations missing, unknown or SQLite too old
     │   └── ImmutableEvent       an UPDATE or unguarded DELETE hit the events table
@@ -55,6 +56,17 @@ class ContentTooLarge(InputError):
         super().__init__(f"content has {length} characters, over the limit of {limit}")
         self.length = length
         self.limit = limit
+
+
+class ForgottenFact(InputError):
+    """The fact was forgotten: a forget's tombstone stops it, and nothing was written."""
+
+    def __init__(self, message: str, *, kinds: tuple[str, ...], forgotten_at: str) -> None:
+        super().__init__(message)
+        #: the kinds of the tombstones that stop it (content, slot, event, claim, session)
+        self.kinds = kinds
+        #: when the (earliest) forget that stops it was made, ISO 8601
+        self.forgotten_at = forgotten_at
 
 
 class StoreError(HlmemError):

@@ -5,10 +5,15 @@ What is forgotten (DESIGN.md §6):
 - **by claim**: the claim; **by event**: every claim resting on the event, and the event;
   **by session**: every claim resting on an event of the session, and all its events;
   **by query**: the query is recalled in the namespace (its time words apply: current beliefs
-  by default) and the items it returns scoring at least ``forget.query_relative_score`` of the
-  best one are forgotten, at most ``forget.query_max_items``: a claim (with the claims recall
-  folded into it), or an event (as by event: with every claim resting on it). ``dry_run``
-  reports what would go and writes nothing.
+  by default); of the items it returns, only those that really match the query pass (the
+  absolute floor of :mod:`hlmem.forget_match`: its content terms, or a near-identical vector),
+  and of those the ones scoring at least ``forget.query_relative_score`` of the best are
+  forgotten, at most ``forget.query_max_items``: a claim (with the claims recall folded into
+  it), or an event (as by event: with every claim resting on it). When nothing passes,
+  nothing is forgotten (``matched`` is empty). ``dry_run`` reports what would go (the plan,
+  with the claims' texts redacted) and writes nothing; ``confirmed=`` that dry run forgets
+  exactly what it listed, or nothing (:class:`~hlmem.errors.InputError` when the store has
+  changed since).
 - With each claim go its vectors, full-text row, evidence links, entity links (entities no
   other claim names go too), merge records and supersessions, the claims merged into it and
   kept as rows (maintenance's dedup convergence), its admission decisions, and the finished
@@ -31,12 +36,14 @@ id of every deleted event, the content hash of deleted evidence events that carr
 replays, re-extraction, re-driven jobs, structured writes and corrections from bringing anything
 back: admission and dedup refuse tombstoned candidates, and database triggers drop events,
 full-text rows and vectors of forgotten items whatever wrote them. A re-sent forgotten event
-is dropped silently and counted (``Stats.tombstones``): ``add_event`` returns its id as usual,
-since a sender replaying after a crash must not fail on it.
+is dropped and counted (``Stats.tombstones``): ``add_event`` returns its id as usual, since a
+sender replaying after a crash must not fail on it, and the group commit says which events a
+tombstone stopped (:func:`blocking_tombstones`; ``hlmem ingest`` reports them as blocked).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import re
@@ -45,13 +52,18 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+import anyio
+import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from hlmem.admission import worth_extracting
-from hlmem.clock import iso
-from hlmem.config import Config, ForgetConfig
+from hlmem.clock import iso, parse_iso
+from hlmem.config import Config
+from hlmem.embedding import LocalEmbedder
 from hlmem.errors import InputError
-from hlmem.messages import RecallResult
+from hlmem.forget_match import ForgetMatch, choose
+from hlmem.messages import RecallItem, RecallResult
+from hlmem.redaction import redact
 from hlmem.store import Store, SyncTx
 
 log = logging.getLogger(__name__)
@@ -91,6 +103,14 @@ class ForgetResult(BaseModel):
     observations_invalidated: int = 0
     #: the named claim, event or session had been forgotten before: nothing left to do
     already_forgotten: bool = False
+    #: the claims' texts, secrets redacted, by claim id (the plan a user confirms)
+    claim_texts: dict[str, str] = {}
+    #: by query: the query, its content terms, how many items recall returned, and those that
+    #: matched it (passed the floor) and were chosen; empty: nothing matches, nothing forgotten
+    query: str | None = None
+    query_terms: tuple[str, ...] = ()
+    recalled: int = 0
+    matched: tuple[ForgetMatch, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -117,6 +137,13 @@ class ForgetPlan:
     reinstate: bool = False
     #: the caller's own jobs, not counted as unfinished work
     exclude_jobs: tuple[int, ...] = ()
+    #: (claim ids, event ids) of the dry run the caller confirmed: anything else aborts
+    expect: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+    #: by query: the query, its content terms, how many items recall returned, those chosen
+    query: str | None = None
+    query_terms: tuple[str, ...] = ()
+    recalled: int = 0
+    matched: tuple[ForgetMatch, ...] = ()
 
 
 @dataclass
@@ -126,6 +153,41 @@ class _Found:
     events: dict[str, Any] = field(default_factory=dict)
     kept: list[str] = field(default_factory=list)
     facts: set[str] = field(default_factory=set)
+
+
+_BLOCKED_WHAT = {
+    "event": "this event was forgotten",
+    "content": "its content was forgotten",
+    "session": "its session was forgotten (and it happened before that)",
+    "slot": "this fact was forgotten",
+    "claim": "this claim was forgotten",
+}
+
+
+class Blocked(BaseModel):
+    """An event id a forget stops: nothing with that id is stored, however often it is sent."""
+
+    model_config = ConfigDict(frozen=True)
+
+    event_id: str
+    #: when the forget that stops it was made
+    forgotten_at: datetime
+    #: the forget's reason ("forget by query"; "dropped on arrival: its content was forgotten
+    #: (forget by claim)" for an event whose content or session a forget had stopped)
+    reason: str
+
+
+async def blocked(store: Store, event_ids: Iterable[str]) -> dict[str, Blocked]:
+    """The ids of ``event_ids`` that a forget stops, with when and why (``Memory.blocked``)."""
+    ids = sorted(set(event_ids))
+    found = await store.fetchall("forget_event_tombstones", (json.dumps(ids),)) if ids else []
+    return {r[0]: Blocked(event_id=r[0], forgotten_at=parse_iso(r[1]), reason=r[2]) for r in found}
+
+
+def blocked_reason(kind: str, at: str) -> str:
+    """What a caller is told about something a tombstone of ``kind``, written at ``at``, stops:
+    "its content was forgotten at 2026-03-01T09:00:00+00:00"."""
+    return f"{_BLOCKED_WHAT.get(kind, f'a {kind} tombstone stops it')} at {at}"
 
 
 def _js(items: Iterable[Any]) -> str:
@@ -224,7 +286,18 @@ def apply_forget(tx: SyncTx, plan: ForgetPlan, now: str, *, dry_run: bool) -> Fo
         fts_rows=counts[1],
         evidence_links=counts[2],
         observations_invalidated=counts[3],
+        claim_texts={c: redact(str(r[7])) for c, r in sorted(found.claims.items())},
+        query=plan.query,
+        query_terms=plan.query_terms,
+        recalled=plan.recalled,
+        matched=plan.matched,
     )
+    if plan.expect is not None and plan.expect != (result.claim_ids, result.event_ids):
+        raise InputError(
+            f"forget: what it names changed since the plan was shown (now "
+            f"{len(result.claim_ids)} claim(s) and {len(result.event_ids)} event(s)): nothing "
+            "was forgotten; review the new plan"
+        )
     if dry_run or not (keys or found.claims or found.events):
         return result
     # The tombstones first: from here on nothing forgotten can be written back, and the events
@@ -340,23 +413,69 @@ async def plan_for(
     return plan
 
 
-def query_plan(result: RecallResult, cfg: ForgetConfig, namespace: str) -> ForgetPlan:
-    """The plan of a forget by query: the items of ``result`` scoring at least
-    ``cfg.query_relative_score`` of the best one, at most ``cfg.query_max_items``; a claim with
-    the claims folded into it, an event with the claims resting on it."""
-    items = result.items
-    best = max((i.score for i in items), default=0.0)
-    chosen = [i for i in items if i.score >= best * cfg.query_relative_score]
-    chosen = sorted(chosen, key=lambda i: -i.score)[: cfg.query_max_items]
-    ids = {x for i in chosen if i.kind == "claim" for x in (i.id, *i.folded)}
-    events = {i.id for i in chosen if i.kind == "event"}
+async def query_plan(
+    store: Store,
+    cfg: Config,
+    recall: Callable[[str, str, int], Awaitable[RecallResult]],
+    query: str,
+    namespace: str,
+) -> ForgetPlan:
+    """The plan of a forget by query: what recall finds for it that passes the floor and the
+    relative score (:func:`hlmem.forget_match.choose`); a claim with the claims folded into
+    it, an event with the claims resting on it."""
+    found = await recall(query, namespace, 4 * cfg.forget.query_max_items)
+    sims = await _similarities(store, cfg, query, found.items)
+    terms, chosen = await anyio.to_thread.run_sync(choose, found, sims, cfg.forget)
     return ForgetPlan(
         by="query",
         reason="forget by query",
         namespace=namespace,
-        claim_ids=frozenset(ids),
-        event_ids=frozenset(events),
+        claim_ids=frozenset(x for m in chosen if m.kind == "claim" for x in (m.id, *m.folded)),
+        event_ids=frozenset(m.id for m in chosen if m.kind == "event"),
+        query=query,
+        query_terms=tuple(terms),
+        recalled=len(found.items),
+        matched=tuple(chosen),
     )
+
+
+async def _similarities(
+    store: Store, cfg: Config, query: str, items: Iterable[RecallItem]
+) -> dict[tuple[str, str], float]:
+    """The cosine of each item's stored vector with the query's, by (kind, id): only with the
+    local embedder (the one recall's vector channel uses), for the items that have a vector."""
+    keys = [[i.kind, i.id] for i in items]
+    if cfg.embedder.provider != "local" or not keys:
+        return {}
+    embedder = LocalEmbedder(cfg.embedder.dim)
+    q = embedder.embed_one(query)
+    found = await store.fetchall(
+        "forget_item_vectors",
+        {"items": json.dumps(keys), "model": embedder.model_id, "version": embedder.model_version},
+    )
+    out: dict[tuple[str, str], float] = {}
+    for kind, owner, blob in found:
+        v = np.frombuffer(blob, dtype=np.float32)
+        norm = float(np.linalg.norm(v) * np.linalg.norm(q))
+        if v.shape == q.shape and norm > 0:
+            out[(kind, owner)] = float(v @ q) / norm
+    return out
+
+
+def _expecting(plan: ForgetPlan, confirmed: ForgetResult, query: str | None) -> ForgetPlan:
+    """``plan``, bound to forget exactly what the ``confirmed`` dry run listed.
+
+    :raises InputError: ``confirmed`` is no dry run of this selector and namespace.
+    """
+    if (
+        not confirmed.dry_run
+        or confirmed.by != plan.by
+        or confirmed.namespace != plan.namespace
+        or confirmed.query != query
+    ):
+        raise InputError("forget: confirmed= takes the dry run of the same forget")
+    expect = (confirmed.claim_ids, confirmed.event_ids)
+    return dataclasses.replace(plan, expect=expect)
 
 
 def empty_result(by: ForgetBy, namespace: str | None, *, dry_run: bool) -> ForgetResult:
@@ -375,12 +494,15 @@ async def forget(
     query: str | None = None,
     namespace: str | None = None,
     dry_run: bool = False,
+    confirmed: ForgetResult | None = None,
 ) -> ForgetResult:
     """Forget by exactly one of claim id, event id, session id or query (module docstring).
 
-    ``recall(query, namespace, k)`` recalls for a forget by query.
+    ``recall(query, namespace, k)`` recalls for a forget by query. ``confirmed``: the dry run
+    of the same selector the caller showed and had confirmed.
 
-    :raises InputError: not exactly one selector, a blank one, or one naming nothing known.
+    :raises InputError: not exactly one selector, a blank one, or one naming nothing known;
+        ``confirmed`` is no dry run of this selector, or what it listed has changed.
     """
     given = {"claim_id": claim_id, "event_id": event_id, "session_id": session_id, "query": query}
     named = {k: v for k, v in given.items() if v is not None}
@@ -391,8 +513,7 @@ async def forget(
         raise InputError(f"forget: {name} is blank")
     if query is not None:
         ns = namespace or cfg.ingest.default_namespace
-        found = await recall(query, ns, 4 * cfg.forget.query_max_items)
-        plan = query_plan(found, cfg.forget, ns)
+        plan = await query_plan(store, cfg, recall, query, ns)
     else:
         known = await plan_for(
             store,
@@ -406,6 +527,8 @@ async def forget(
             by: ForgetBy = "claim" if claim_id else "event" if event_id else "session"
             return empty_result(by, namespace, dry_run=dry_run)
         plan = known
+    if confirmed is not None:
+        plan = _expecting(plan, confirmed, query)
     stamp = iso(now)
 
     def run(tx: SyncTx) -> ForgetResult:

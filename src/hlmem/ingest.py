@@ -5,6 +5,10 @@ bounded queue. The committer takes everything waiting (up to ``group_commit_max_
 writes it in one transaction: the events, their sessions and one windower job per new event.
 Only after that commit does each submitter's future resolve, so an acknowledged event is
 durable (invariant 1). Events whose id is already stored are no-ops that return the stored id.
+An event a forget's tombstone drops (trigger ``events_drop_forgotten``) is acknowledged too, so
+that a sender replaying after a crash never fails, and reported as blocked, with the forget
+that stopped it and when: the insert's row count shows that the trigger dropped rows, at no
+cost when it dropped none; then one read in the same transaction says which and why.
 
 Backpressure: when the durable backlog (todo + doing jobs) reaches
 ``backlog_high_water_jobs``, submitters wait until it falls to ``backlog_low_water_jobs``; the
@@ -39,12 +43,18 @@ log = logging.getLogger(__name__)
 
 WINDOWER = "windower"
 EventRow = tuple[str, str, str, str, str, str, str, str, str, str, str]
+#: why a forget dropped an event: (the tombstone's kind: event, content or session; its time)
+Blocked = tuple[str, str]
+#: per submitted row: (event id, was a duplicate, why a forget dropped it or None)
+Outcome = tuple[str, bool, Blocked | None]
+#: the reason the arrival trigger gives the event tombstone of an event it dropped
+ARRIVAL_REASON = "dropped on arrival: its {kind} was forgotten ({reason})"
 
 
 @dataclass
 class _Submission:
     rows: list[EventRow]
-    future: asyncio.Future[list[tuple[str, bool]]]
+    future: asyncio.Future[list[Outcome]]
 
 
 @dataclass
@@ -120,8 +130,10 @@ class EventWriter:
             metadata,
         )
 
-    async def submit(self, rows: list[EventRow]) -> list[tuple[str, bool]]:
-        """Commit rows (group commit); return (event id, was_duplicate) per row, in order.
+    async def submit(self, rows: list[EventRow]) -> list[Outcome]:
+        """Commit rows (group commit); return (event id, was_duplicate, blocked) per row, in
+        order: ``blocked`` is ``None``, or (tombstone kind, its time) of the forget that
+        dropped the event (nothing stored).
 
         :raises ClosedError: the writer is stopping.
         """
@@ -132,7 +144,7 @@ class EventWriter:
         await self._wait_for_room()
         if self._closed:  # stopped while we waited: the committer would never take it
             raise ClosedError("memory is closed")
-        future: asyncio.Future[list[tuple[str, bool]]] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[list[Outcome]] = asyncio.get_running_loop().create_future()
         await self._pending.put(_Submission(rows, future))
         return await future
 
@@ -230,7 +242,9 @@ class EventWriter:
             return
         self.queue.ring({WINDOWER})
         if backlog is None:
-            self._backlog.count += sum(not dup for result in results for _, dup in result)
+            self._backlog.count += sum(
+                not (dup or why) for result in results for _, dup, why in result
+            )
         else:
             self._set_backlog(backlog)
         for sub, result in zip(group, results, strict=True):
@@ -241,7 +255,7 @@ class EventWriter:
     @staticmethod
     def _write(
         groups: list[list[EventRow]], now: float, recorded: str, count: bool, tx: SyncTx
-    ) -> tuple[list[list[tuple[str, bool]]], int | None]:
+    ) -> tuple[list[list[Outcome]], int | None]:
         """The group commit, on the writer thread (or in the writer child process): events,
         sessions, one windower job, and with ``count`` the backlog count (read in the same
         hop, so the committer never stalls on it; else ``None``). What
@@ -256,9 +270,9 @@ class EventWriter:
             seen = {r[0] for r in tx.fetchall("existing_event_ids", (json.dumps(ids),))}
         fresh = iter(new_ids("ev", sum(len(rows) for rows in groups) - len(ids)))
         new_rows: list[EventRow] = []
-        results = []
+        results: list[list[Outcome]] = []
         for rows in groups:
-            out = []
+            out: list[Outcome] = []
             for row in rows:
                 event_id = row[0] or next(fresh)
                 duplicate = event_id in seen
@@ -274,18 +288,42 @@ class EventWriter:
                             *row[8:],
                         )
                     )
-                out.append((event_id, duplicate))
+                out.append((event_id, duplicate, None))
             results.append(out)
+        blocked: dict[str, Blocked] = {}
+        if new_rows:
+            # The tombstone trigger drops forgotten events silently: fewer rows than sent.
+            if tx.executemany("insert_event", new_rows) < len(new_rows):
+                blocked = _blocked(tx, new_rows)
+                new_rows = [r for r in new_rows if r[0] not in blocked]
         if new_rows:
             sessions = {(r[1], r[2]): (r[1], r[2], r[9], r[7]) for r in new_rows}
-            tx.executemany("insert_event", new_rows)
             tx.executemany("insert_session", list(sessions.values()))
             # One windower job per group commit: one hop per batch, never per event.
             # Event ids made above or checked by prepare: construct, not validate.
             payload = EventsAdded.model_construct(event_ids=tuple(r[0] for r in new_rows))
             spec = JobSpec(kind=WINDOWER, payload=payload, size=len(new_rows))
             tx.execute("insert_job", spec.row(now))
+        if blocked:
+            results = [[(e, dup, blocked.get(e)) for e, dup, _ in out] for out in results]
         return results, int(tx.fetchall("count_backlog")[0][0]) if count else None
+
+
+def _blocked(tx: SyncTx, rows: list[EventRow]) -> dict[str, Blocked]:
+    """Which of ``rows`` (just inserted) a tombstone dropped, and the forget that did: the
+    oldest tombstone the trigger tested. The event tombstone the trigger gave a dropped event
+    is rewritten to say so, with that forget's time (``Memory.blocked`` reads it)."""
+    keys = [[r[0], r[1], r[2], r[5], r[6]] for r in rows]
+    found = tx.fetchall("forget_blocking_events", (json.dumps(keys, ensure_ascii=False),))
+    tx.executemany(
+        "forget_explain_arrival",
+        [
+            (ARRIVAL_REASON.format(kind=f[1], reason=f[3]), f[2], f[0])
+            for f in found
+            if f[1] != "event"
+        ],
+    )
+    return {str(f[0]): (str(f[1]), str(f[2])) for f in found}
 
 
 def coerce_event(item: EventIn | dict[str, Any]) -> EventIn:

@@ -21,6 +21,7 @@ from typing import IO, Any
 import anyio
 
 from hlmem.errors import InputError
+from hlmem.forget import blocked_reason
 from hlmem.ingest import EventRow, coerce_event
 from hlmem.memory import Memory
 from hlmem.messages import IngestSummary
@@ -58,26 +59,36 @@ async def ingest_jsonl(
     *,
     progress: Callable[[int], None] | None = None,
 ) -> IngestSummary:
-    """Ingest a JSONL file of events; return counts of accepted, duplicate and rejected lines.
+    """Ingest a JSONL file of events; return counts of accepted, duplicate, blocked (stopped
+    by a forget's tombstone, with the reason by line) and rejected lines.
 
     ``progress`` is called with the number of lines handled since its last call.
     """
-    accepted = duplicate = rejected = 0
+    accepted = duplicate = rejected = blocked = 0
     errors: list[str] = []
+    notes: list[str] = []
     batch: list[EventRow] = []
+    numbers: list[int] = []
     batch_lines = 0
 
     async def commit() -> None:
-        nonlocal accepted, duplicate, batch, batch_lines
+        nonlocal accepted, duplicate, blocked, batch, numbers, batch_lines
         if batch:
-            for _, was_duplicate in await mem.writer.submit(batch):
-                if was_duplicate:
+            outcomes = await mem.writer.submit(batch)
+            for line, (event_id, was_duplicate, why) in zip(numbers, outcomes, strict=True):
+                if why is not None:
+                    blocked += 1
+                    if len(notes) < MAX_ERRORS_KEPT:
+                        notes.append(
+                            f"line {line}: event {event_id} blocked: {blocked_reason(*why)}"
+                        )
+                elif was_duplicate:
                     duplicate += 1
                 else:
                     accepted += 1
         if progress and batch_lines:
             progress(batch_lines)
-        batch, batch_lines = [], 0
+        batch, numbers, batch_lines = [], [], 0
 
     number = 0
     with Path(path).open("rb") as stream:  # noqa: ASYNC230 - blocks are read on a thread
@@ -91,6 +102,7 @@ async def ingest_jsonl(
                     batch.append(
                         mem.writer.prepare(coerce_event(parse_line(raw, number)), stamp=False)
                     )
+                    numbers.append(number)
                 except InputError as exc:
                     rejected += 1
                     if len(errors) < MAX_ERRORS_KEPT:
@@ -99,7 +111,12 @@ async def ingest_jsonl(
                     await commit()
         await commit()
     return IngestSummary(
-        accepted=accepted, duplicate=duplicate, rejected=rejected, errors=tuple(errors)
+        accepted=accepted,
+        duplicate=duplicate,
+        rejected=rejected,
+        errors=tuple(errors),
+        blocked=blocked,
+        blocked_lines=tuple(notes),
     )
 
 

@@ -28,7 +28,8 @@ from hlmem.config import Config, load_config
 from hlmem.correct import Correction, correction_draft, event_fields, load_target, submit
 from hlmem.errors import ClosedError, InputError
 from hlmem.explain import ClaimExplanation, explain_claim
-from hlmem.forget import ForgetResult
+from hlmem.forget import Blocked, ForgetResult
+from hlmem.forget import blocked as forget_blocked
 from hlmem.gateway import Gateway
 from hlmem.importer import Importer
 from hlmem.ingest import EventWriter, coerce_event
@@ -204,6 +205,9 @@ class Memory:
     ) -> str:
         """Store one event durably; return its id (the stored id if ``event_id`` existed).
 
+        An event a forget stops is not stored and its id is returned all the same (a sender
+        replaying after a crash never fails): :meth:`blocked` says which, when and why.
+
         :raises InputError: invalid fields (nothing is written).
         :raises ContentTooLarge: content over ``ingest.max_content_chars``.
         """
@@ -243,8 +247,12 @@ class Memory:
         out: list[str] = []
         size = self.config.ingest.group_commit_max_rows
         for start in range(0, len(rows), size):
-            out.extend(i for i, _ in await self.writer.submit(rows[start : start + size]))
+            out.extend(i for i, _, _ in await self.writer.submit(rows[start : start + size]))
         return out
+
+    async def blocked(self, event_ids: Iterable[str]) -> dict[str, Blocked]:
+        """Which of ``event_ids`` a forget stops (nothing is stored under them), by id."""
+        return await forget_blocked(self.store, event_ids)
 
     async def remember(
         self,
@@ -263,16 +271,21 @@ class Memory:
         valid_to: datetime | None = None,
         importance: float = 0.7,
         confidence: float = 1.0,
+        override_forget: bool = False,
     ) -> str:
         """Record an explicit memory: one event and its claim, with no extraction.
 
-        The claim still goes through admission (the worth-remembering gate and tombstones),
-        dedup and conflict, so a structured write merges with, or supersedes, what is known.
-        The event (whose content is ``text``, or "subject predicate value") is the claim's
-        evidence. ``predicate`` is mapped onto the lexicon's slots like an extractor's.
-        Returns the event id; like ``add_event``, a known ``event_id`` is a no-op.
+        The claim still goes through admission (the worth-remembering gate), dedup and
+        conflict, so a structured write merges with, or supersedes, what is known. The event
+        (whose content is ``text``, or "subject predicate value") is the claim's evidence.
+        ``predicate`` is mapped onto the lexicon's slots like an extractor's. Returns the event
+        id; like ``add_event``, a known ``event_id`` is a no-op. A forgotten fact is refused
+        unless ``override_forget``: its content and slot tombstones are lifted, and ``explain``
+        shows it (:mod:`hlmem.memory_writes`).
 
-        :raises InputError: a blank field, or an invalid time, score or scope.
+        :raises ForgottenFact: a forget stopped this fact (nothing written).
+        :raises InputError: a blank field, or an invalid time, score or scope; with
+            ``override_forget``, a forgotten ``event_id`` or session (pass new ones).
         """
         remembered = memory_writes.remember_input(
             self.config,
@@ -293,7 +306,14 @@ class Memory:
             importance=importance,
             confidence=confidence,
         )
-        return await memory_writes.remember_commit(self.store, self.queue, self.writer, remembered)
+        return await memory_writes.remember_commit(
+            self.store,
+            self.queue,
+            self.writer,
+            remembered,
+            override_forget=override_forget,
+            mode=self.config.admission.mode,
+        )
 
     def _lexicon(self) -> Lexicon:
         if self._lex is None:
@@ -479,13 +499,17 @@ class Memory:
         query: str | None = None,
         namespace: str | None = None,
         dry_run: bool = False,
+        confirmed: ForgetResult | None = None,
     ) -> ForgetResult:
         """Forget by exactly one of claim id, event id, session id or query: tombstones first,
         then the claims, their vectors, full-text rows, evidence and links, and the events no
         remaining claim rests on, in one transaction (:mod:`hlmem.forget` has the rules).
-        ``dry_run`` reports what would go and changes nothing.
+        A query forgets only what really matches it (nothing when nothing does: ``matched``
+        is empty). ``dry_run`` reports what would go (the plan) and changes nothing;
+        ``confirmed=plan`` forgets exactly what that dry run listed, or nothing.
 
-        :raises InputError: not exactly one selector, or one that names nothing known.
+        :raises InputError: not exactly one selector, or one that names nothing known; a
+            ``confirmed`` plan that is not this forget's, or no longer what it would forget.
         """
         if self._recaller is None:
             self._recaller = Recaller(self.store, self.config, self._gateway)
@@ -500,6 +524,7 @@ class Memory:
             query=query,
             namespace=namespace,
             dry_run=dry_run,
+            confirmed=confirmed,
         )
 
     async def correct(self, claim_id: str, text: str, *, event_id: str | None = None) -> Correction:

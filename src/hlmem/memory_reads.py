@@ -39,7 +39,7 @@ class Stats(BaseModel):
     #: events cost no model call
     admission: dict[str, dict[str, int]] = {}
     #: tombstones left by forgets, by kind: {"event": {"count": n, "blocked": m}, ...}; blocked
-    #: counts what they stopped at ingest (re-sent forgotten events, dropped silently)
+    #: counts what they stopped at ingest (re-sent forgotten events; ``Memory.blocked`` names them)
     tombstones: dict[str, dict[str, int]] = {}
 
 

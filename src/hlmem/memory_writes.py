@@ -3,26 +3,34 @@
 ``Memory.remember`` is split in two: :func:`remember_input` validates the fields and builds the
 claim draft and its event (nothing touches the store, so a blank field is an
 :class:`~hlmem.errors.InputError` even on a closed memory), and :func:`remember_commit` writes
-the event, its session and the admission job in one transaction. :func:`feedback` moves a
-claim's utility (and, when useful, its activation); :func:`forget` runs :mod:`hlmem.forget`
-with a recall that grants no activation. :class:`hlmem.memory.Memory` is the API: its methods
-call these, and this module must not import :mod:`hlmem.memory` (no cycle).
+the event, its session and the admission job in one transaction. That transaction first reads
+the tombstones that would stop the fact (its event's id, content or session, its candidate key,
+its slot key): a forgotten fact is refused there and then (:class:`~hlmem.errors.ForgottenFact`,
+with the forget's time), not dropped later by the trigger or by admission; with
+``override_forget`` the fact's content and slot tombstones are lifted instead, and the lift is
+recorded as an admission decision of the new candidate (``explain`` shows it). Tombstones of
+event ids, claim ids and sessions are never lifted: the forgotten events and claims stay out.
+:func:`feedback` moves a claim's utility (and, when useful, its activation); :func:`forget`
+runs :mod:`hlmem.forget` with a recall that grants no activation. :class:`hlmem.memory.Memory`
+is the API: its methods call these, and this module must not import :mod:`hlmem.memory` (no
+cycle).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from pydantic import ValidationError
 
 from hlmem.admission import redacted_draft
-from hlmem.clock import Clock, wall
+from hlmem.clock import Clock, iso, wall
 from hlmem.config import Config
-from hlmem.errors import InputError
-from hlmem.forget import ForgetResult
+from hlmem.errors import ForgottenFact, InputError
+from hlmem.forget import ForgetResult, blocked_reason
 from hlmem.forget import forget as forget_items
 from hlmem.ingest import EventWriter, coerce_event
 from hlmem.lexicon import Lexicon
@@ -38,8 +46,14 @@ from hlmem.messages import (
 )
 from hlmem.queue import JobQueue, JobSpec
 from hlmem.recall import Recaller
+from hlmem.slots import tombstone_key
 from hlmem.store import Store, SyncTx
 from hlmem.text import content_hash, derived_id, language_of
+
+log = logging.getLogger(__name__)
+
+#: the tombstones remember(override_forget=True) may lift: the fact's, never an event's or a claim's
+LIFTABLE = frozenset({"content", "slot"})
 
 
 class Remembered(NamedTuple):
@@ -115,10 +129,21 @@ def remember_input(
 
 
 async def remember_commit(
-    store: Store, queue: JobQueue, writer: EventWriter, remembered: Remembered
+    store: Store,
+    queue: JobQueue,
+    writer: EventWriter,
+    remembered: Remembered,
+    *,
+    override_forget: bool = False,
+    mode: str = "enforce",
 ) -> str:
     """Write a remembered event, its session and its admission job; the event id (the stored
-    one if the event id was known: then nothing is written)."""
+    one if the event id was known: then nothing is written). ``mode``: the admission mode
+    recorded with an override.
+
+    :raises ForgottenFact: a forget's tombstone stops the fact (nothing written).
+    :raises InputError: ``override_forget``, but what stops it is not the fact's content or slot.
+    """
     ns, content, occurred, draft, event = remembered
     row = writer.prepare(event)
     evidence = draft.evidence[0].model_copy(update={"event_id": row[0]})
@@ -132,11 +157,23 @@ async def remember_commit(
     )
     spec = JobSpec("admission", ClaimsProposed(candidates=(candidate,)), namespace=ns)
     now = wall()
+    stops = {
+        "id": row[0],
+        "namespace": ns,
+        "hash": content_hash(content),
+        "session": row[2],
+        "occurred": row[6],
+        "claim": candidate.key,
+        "slot": tombstone_key(ns, draft),
+    }
 
     def write(tx: SyncTx) -> str:
         if tx.fetchall("existing_event_ids", (json.dumps([row[0]]),)):
             return row[0]
-        tx.execute("insert_event", (*row[:5], content_hash(content), *row[6:]))
+        found = tx.fetchall("forget_blocking_fact", stops)
+        if found:
+            _stopped(tx, found, row[0], candidate.key, iso(occurred), override_forget, mode)
+        tx.execute("insert_event", (*row[:5], stops["hash"], *row[6:]))
         tx.execute("insert_session", (row[1], row[2], row[9], row[7]))
         tx.execute("insert_job", spec.row(now))
         return row[0]
@@ -144,6 +181,51 @@ async def remember_commit(
     stored = await store.run_in_transaction(write)
     queue.ring({"admission"})
     return stored
+
+
+def _stopped(
+    tx: SyncTx, found: list[Any], event_id: str, key: str, at: str, override: bool, mode: str
+) -> None:
+    """Refuse a remembered fact that tombstones (``found``: id, kind, time; oldest first) stop,
+    or, with ``override``, lift them and record it.
+
+    :raises ForgottenFact: without ``override``.
+    :raises InputError: with it, when an event id, claim id or session tombstone stops it.
+    """
+    kinds = tuple(dict.fromkeys(str(f[1]) for f in found))
+    first = found[0]
+    if not override:
+        raise ForgottenFact(
+            f"remember: blocked: {blocked_reason(first[1], first[2])}; nothing was stored "
+            "(override_forget / --override-forget teaches it again)",
+            kinds=kinds,
+            forgotten_at=str(first[2]),
+        )
+    fixed = [f for f in found if f[1] not in LIFTABLE]
+    if fixed:
+        raise InputError(
+            f"remember: {blocked_reason(fixed[0][1], fixed[0][2])}: override_forget lifts a "
+            "forgotten fact's content and slot only; remember it under a new event id or session"
+        )
+    tx.executemany("forget_lift_tombstone", [(f[0],) for f in found])
+    tx.executemany(
+        "insert_admission_decision",
+        [
+            (
+                event_id,
+                key,
+                mode,
+                "admit",
+                f"override_forget: {f[1]} tombstone of {f[2]} lifted",
+                at,
+            )
+            for f in found
+        ],
+    )
+    log.info(
+        "forget overridden",
+        extra={"action": "override_forget", "event_id": event_id, "tombstones": len(found)},
+    )
 
 
 async def feedback(
@@ -185,6 +267,7 @@ async def forget(
     query: str | None,
     namespace: str | None,
     dry_run: bool,
+    confirmed: ForgetResult | None = None,
 ) -> ForgetResult:
     """Run :func:`hlmem.forget.forget` (``Memory.forget``), recalling through ``recaller``.
 
@@ -216,6 +299,7 @@ async def forget(
         query=query,
         namespace=namespace,
         dry_run=dry_run,
+        confirmed=confirmed,
     )
 
 

@@ -585,6 +585,9 @@ class IngestSummary(_Frozen):
     duplicate: int
     rejected: int
     errors: tuple[str, ...] = ()
+    #: valid lines a forget's tombstone stopped (nothing stored), and why, by line
+    blocked: int = 0
+    blocked_lines: tuple[str, ...] = ()
 
 
 def dumps_metadata(metadata: dict[str, Any]) -> str:

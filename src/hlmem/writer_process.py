@@ -29,8 +29,9 @@ pickle of plain tuples).
   ``EventRow`` tuples of each submission, the job timestamp, the group's recorded time (ISO),
   and whether to count the backlog.
 - child -> parent, per group commit: ``("ok", (results, backlog))`` — ``(event id,
-  was_duplicate)`` per row in submission order, and the backlog count read in the same
-  transaction (``None`` when not asked) — or ``("error", class_name, message)`` after a
+  was_duplicate, blocked)`` per row in submission order (``blocked``: ``None``, or the
+  ``(tombstone kind, time)`` of the forget that dropped it), and the backlog count read in the
+  same transaction (``None`` when not asked) — or ``("error", class_name, message)`` after a
   rollback.
 
 Lifecycle. The parent starts the child before the committer accepts work and closes its stdin
@@ -73,7 +74,7 @@ from hlmem.childio import (
 )
 from hlmem.config import StoreConfig
 from hlmem.errors import ImmutableEvent, SchemaError, StoreBusy, StoreError
-from hlmem.ingest import EventWriter
+from hlmem.ingest import EventWriter, Outcome
 from hlmem.store import _Errors, connect_sync, sqlite_module, transact_sync
 from hlmem.wal import Checkpointer
 
@@ -82,7 +83,7 @@ log = logging.getLogger(__name__)
 START_TIMEOUT_S = 60.0  # interpreter start-up and imports, on a busy machine
 CLOSE_TIMEOUT_S = 30.0  # an idle child exits at once on end of input; kill it after this
 
-Results = list[list[tuple[str, bool]]]
+Results = list[list[Outcome]]
 _REMOTE_ERRORS: dict[str, type[Exception]] = {
     cls.__name__: cls for cls in (StoreError, SchemaError, ImmutableEvent, StoreBusy)
 }

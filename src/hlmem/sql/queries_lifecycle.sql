@@ -5,7 +5,7 @@
 -- --- forget: what to delete ---------------------------------------------------------------------
 
 -- name: forget_claim_rows
-SELECT id, namespace, status, content_hash, superseded_by, valid_from, recorded_at
+SELECT id, namespace, status, content_hash, superseded_by, valid_from, recorded_at, text
 FROM claims WHERE id IN (SELECT value FROM json_each(?));
 
 -- name: forget_claims_of_events
@@ -134,6 +134,58 @@ SELECT kind, count(*), coalesce(sum(blocked), 0) FROM tombstones GROUP BY kind;
 
 -- name: forget_tombstone_of
 SELECT kind, created_at, reason FROM tombstones WHERE kind = ? AND key = ?;
+
+-- name: forget_blocking_events
+-- For each event [id, namespace, session_id, content_hash, occurred_at] of ?, the oldest
+-- tombstone that drops it on arrival (the tests of trigger events_drop_forgotten, 0006): the
+-- forget that stopped it, not the event tombstone the trigger adds. (event id, kind, created_at,
+-- reason); events no tombstone drops are not listed.
+SELECT json_extract(j.value, '$[0]'), t.kind, t.created_at, t.reason, min(t.id)
+FROM json_each(?) j
+JOIN tombstones t
+  ON (t.kind = 'event' AND t.key = json_extract(j.value, '$[0]'))
+  OR (t.kind = 'content'
+      AND t.key = json_extract(j.value, '$[1]') || ':' || json_extract(j.value, '$[3]'))
+  OR (t.kind = 'session'
+      AND t.key = json_extract(j.value, '$[1]') || char(31) || json_extract(j.value, '$[2]')
+      AND json_extract(j.value, '$[4]') <= t.created_at)
+GROUP BY j.key;
+
+-- name: forget_explain_arrival
+-- The event tombstone the trigger gave an event dropped on arrival: say which forget stopped it
+-- and when (its time becomes that forget's).
+UPDATE tombstones SET reason = ?, created_at = ?
+WHERE kind = 'event' AND key = ? AND reason = 'dropped on arrival: forgotten content or session';
+
+-- name: forget_event_tombstones
+-- The event tombstones of the given event ids (Memory.blocked).
+SELECT key, created_at, reason FROM tombstones
+WHERE kind = 'event' AND key IN (SELECT value FROM json_each(?));
+
+-- name: forget_blocking_fact
+-- The tombstones that stop a remembered fact, oldest first: those that would drop its event
+-- (as events_drop_forgotten tests :id, :namespace, :hash, :session, :occurred) and those of its
+-- candidate key (:claim) and slot key (:slot), which admission and dedup test.
+SELECT id, kind, created_at FROM tombstones
+WHERE (kind = 'event' AND key = :id)
+   OR (kind = 'content' AND key = :namespace || ':' || :hash)
+   OR (kind = 'session' AND key = :namespace || char(31) || :session
+       AND :occurred <= created_at)
+   OR (kind = 'claim' AND key = :claim)
+   OR (kind = 'slot' AND key = :slot)
+ORDER BY id;
+
+-- name: forget_lift_tombstone
+-- remember(override_forget=True): the user teaches a forgotten fact again.
+DELETE FROM tombstones WHERE id = ? AND kind IN ('content', 'slot');
+
+-- name: forget_item_vectors
+-- The stored vectors of the recalled :items ([kind, id] pairs) made by the :model / :version
+-- embedder (forget by query's vector floor).
+SELECT v.owner_kind, v.owner_id, v.vector FROM vectors v
+JOIN json_each(:items) j ON v.owner_kind = json_extract(j.value, '$[0]')
+                        AND v.owner_id = json_extract(j.value, '$[1]')
+WHERE v.model_id = :model AND v.model_version = :version;
 
 -- --- in-conversation forget requests (stages/admission.py) --------------------------------------
 
