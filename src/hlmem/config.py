@@ -235,6 +235,16 @@ class BudgetConfig(_Section):
     reservation_ttl_s: float = Field(3600.0, gt=0)
 
 
+class GatewayConfig(_Section):
+    # A provider that has failed (5xx, timeouts, 429s, an open breaker) for this long without a
+    # success parks its jobs (status parked, reason ProviderOutage): drain stops waiting for
+    # them, and they resume by themselves once a probe call succeeds. Shorter trouble only
+    # delays jobs. Seconds of the injectable clock.
+    outage_park_s: float = Field(300.0, gt=0)
+    # How often the gateway looks whether a failing provider may take a probe call, or is back.
+    probe_interval_s: float = Field(1.0, gt=0)
+
+
 class PluginsConfig(_Section):
     allowlist: list[str] = []
 
@@ -373,6 +383,7 @@ class Config(_Section):
     providers: dict[str, ProviderConfig] = {}
     prices: dict[str, PriceConfig] = {}
     budget: BudgetConfig = BudgetConfig()
+    gateway: GatewayConfig = GatewayConfig()
     plugins: PluginsConfig = PluginsConfig()
 
     @model_validator(mode="after")
