@@ -1,7 +1,11 @@
 """The ``hlmem`` command line: argparse subcommands, one library call each.
 
 Results go to stdout (``--json`` for machines), logs to stderr. Exit codes: 0 ok, 1 failure,
-2 usage. Every option can also be set as ``HLMEM_<NAME>``; ``--help`` names the variable.
+2 usage; ``ingest --drain`` and ``worker --drain`` also say whether the work they drained
+finished: 3 when jobs were parked (for budget or a provider outage: they resume by themselves),
+4 when jobs failed (dead letters: ``hlmem jobs list --status failed``, ``hlmem jobs retry``);
+4 wins over 3, and rejected input lines (1) over both. Every option can also be set as
+``HLMEM_<NAME>``; ``--help`` names the variable.
 The lifecycle commands (forget, correct, explain, maintain, export, import, backup, restore)
 live in :mod:`hlmem.cli_lifecycle`; this module owns the parser, the entry point and the
 helpers every command uses.
@@ -23,11 +27,13 @@ from typing import Any
 import anyio
 
 from hlmem import langdata
+from hlmem.clock import wall
 from hlmem.config import Config, env_default, load_config
 from hlmem.errors import HlmemError
 from hlmem.memory import Memory
 from hlmem.memory import open as open_memory
 from hlmem.messages import Claim
+from hlmem.ops import WorkSummary, unfinished_work
 from hlmem.pipeline import wait_for_stop_signal
 from hlmem.store import Store
 
@@ -95,6 +101,34 @@ def _count_lines(path: Path) -> int:
         return sum(1 for _ in lines)
 
 
+#: exit codes of ``ingest --drain`` and ``worker --drain`` when the drained work did not finish
+EXIT_PARKED = 3
+EXIT_FAILED = 4
+DRAIN_EXIT_HELP = (
+    "exit codes: 0 all work finished; 1 an error (or, for ingest, rejected lines); 3 jobs were "
+    "parked (for budget or a provider outage: they resume by themselves); 4 jobs failed "
+    "(hlmem jobs list --status failed; hlmem jobs retry)"
+)
+
+
+async def _drained(mem: Memory, *, flush: bool, settle_s: float, since: float) -> WorkSummary:
+    """Drain (after closing open windows with ``flush``) and count the jobs that failed since
+    ``since`` and those parked now; unfinished work is said on stderr, never silent."""
+    if flush:
+        await mem.flush()
+    await mem.drain(settle_s=settle_s)
+    work = await unfinished_work(mem.store, since=since)
+    if not work.finished:
+        print(f"hlmem: work did not finish: {work.line()}", file=sys.stderr)
+    return work
+
+
+def _drain_exit(work: WorkSummary | None) -> int:
+    if work is None or work.finished:
+        return 0
+    return EXIT_FAILED if work.failed else EXIT_PARKED
+
+
 async def cmd_ingest(args: argparse.Namespace, cfg: Config) -> int:
     from tqdm import tqdm
 
@@ -102,30 +136,41 @@ async def cmd_ingest(args: argparse.Namespace, cfg: Config) -> int:
 
     path = Path(args.file)
     total = await anyio.to_thread.run_sync(_count_lines, path)
-    async with _memory(args, cfg, drain=args.drain, flush=True) as mem:
+    started, work = wall(), None
+    async with open_memory(
+        _need_db(args), config=cfg, pipeline="inline" if args.drain else "external"
+    ) as mem:
         with tqdm(total=total, unit="line", disable=args.json or not sys.stderr.isatty()) as bar:
             summary = await ingest_jsonl(mem, path, progress=bar.update)
+        if args.drain:
+            work = await _drained(mem, flush=True, settle_s=0.0, since=started)
     for err in summary.errors:
         print(err, file=sys.stderr)
-    _out(
-        args,
-        summary.model_dump(),
-        f"accepted {summary.accepted}, duplicate {summary.duplicate}, rejected {summary.rejected}",
+    text = (
+        f"accepted {summary.accepted}, duplicate {summary.duplicate}, rejected {summary.rejected}"
     )
-    return 1 if summary.rejected else 0
+    data = summary.model_dump()
+    if work is not None:
+        text, data["unfinished"] = f"{text}; {work.line()}", work.model_dump()
+    _out(args, data, text)
+    return 1 if summary.rejected else _drain_exit(work)
 
 
 async def cmd_worker(args: argparse.Namespace, cfg: Config) -> int:
+    started, work = wall(), None
     async with open_memory(_need_db(args), config=cfg, pipeline="inline") as mem:
-        if args.flush:
-            await mem.flush()
         if args.drain:
-            await mem.drain(settle_s=args.settle_s)
+            work = await _drained(mem, flush=args.flush, settle_s=args.settle_s, since=started)
         else:
+            if args.flush:
+                await mem.flush()
             await wait_for_stop_signal()
         stats = await mem.stats()
-    _out(args, stats.model_dump(), "worker stopped: " + _stats_line(stats.model_dump()))
-    return 0
+    data, text = stats.model_dump(), "worker stopped: " + _stats_line(stats.model_dump())
+    if work is not None:
+        text, data["unfinished"] = f"{text}; {work.line()}", work.model_dump()
+    _out(args, data, text)
+    return _drain_exit(work)
 
 
 async def cmd_jobs(args: argparse.Namespace, cfg: Config) -> int:
@@ -472,6 +517,7 @@ def build_parser() -> argparse.ArgumentParser:
     command("init", cmd_init, "create the database file and its schema")
     command("migrate", cmd_migrate, "apply pending schema migrations")
     p = command("ingest", cmd_ingest, "ingest events from a JSONL file (one event per line)")
+    p.epilog = "with --drain, " + DRAIN_EXIT_HELP
     p.add_argument(
         "file",
         help="JSONL file: session_id, role, content, optional event_id, "
@@ -481,6 +527,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--drain", action="store_true", help="run the pipeline here until all is processed"
     )
     p = command("worker", cmd_worker, "run the pipeline on the database (until SIGINT/SIGTERM)")
+    p.epilog = "with --drain, " + DRAIN_EXIT_HELP
     p.add_argument("--drain", action="store_true", help="exit once no job is waiting or running")
     p.add_argument("--flush", action="store_true", help="close every open window first")
     p.add_argument(

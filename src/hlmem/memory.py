@@ -312,6 +312,11 @@ class Memory:
         producer is between two events). Then writes the activation boosts of recalls that
         still wait (``maintenance.access_flush_s``).
 
+        A job that waits for a failing provider (its call refused by the breaker or a 429) is
+        waiting, so a drain rides out a short outage; once the provider has failed for
+        ``gateway.outage_park_s`` its jobs are parked, and the drain returns without them
+        (``hlmem.ops.unfinished_work`` counts what was parked or failed).
+
         :raises TimeoutError: not idle within ``timeout_s``.
         """
         with anyio.fail_after(timeout_s):

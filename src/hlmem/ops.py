@@ -8,8 +8,8 @@ retries and 429s, and how much of the tokens and cost is the provider's own coun
 per stage: jobs by status, parked ones by reason (budget, provider outage), and the age of the
 oldest unfinished one; jobs parked for a provider outage are also listed by provider. Cost per
 event and per claim divide the window's cost by the events recorded and claims learnt in the
-same window. :func:`unfinished_work` counts the jobs that failed or were parked since a time
-(what ``ingest --drain`` and ``worker --drain`` report). No API key is ever in any of these
+same window. :func:`unfinished_work` counts the jobs that failed since a time and those parked
+now (what ``ingest --drain`` and ``worker --drain`` report). No API key is ever in any of these
 tables.
 """
 
@@ -101,7 +101,7 @@ class OutageLine(_Model):
 
 
 class WorkSummary(_Model):
-    """Jobs that failed, or were parked (by reason), since a time."""
+    """Jobs that failed since a time, and jobs parked now (by reason)."""
 
     failed: int
     parked: int
@@ -259,8 +259,9 @@ async def ops_report(
 
 
 async def unfinished_work(store: Store, *, since: float) -> WorkSummary:
-    """The jobs that failed or were parked (by reason) since ``since`` (wall-clock seconds,
-    as the job table keeps them): work a drain left unfinished."""
+    """Work a drain left unfinished: the jobs that failed since ``since`` (wall-clock seconds,
+    as the job table keeps them; older dead letters were reported when they failed) and every
+    job parked now, whenever it was parked (by reason)."""
     counts: dict[tuple[str, str], int] = defaultdict(int)
     for status, reason, n in await store.fetchall("ended_jobs_since", (since,)):
         counts[(status, reason)] += n

@@ -69,15 +69,15 @@ GROUP BY 1
 ORDER BY 1;
 
 -- name: ended_jobs_since
--- (status, reason, jobs) of the jobs that failed or were parked since ?: reason budget,
--- outage or other.
+-- (status, reason, jobs) of the jobs that failed since ? and of every parked job: reason
+-- budget, outage or other.
 SELECT status,
        CASE WHEN last_error LIKE 'BudgetExceeded%' THEN 'budget'
             WHEN last_error LIKE 'ProviderOutage%' THEN 'outage'
             ELSE 'other' END AS reason,
        count(*) AS n
 FROM jobs
-WHERE status IN ('failed', 'parked') AND updated_at >= ?
+WHERE status = 'parked' OR (status = 'failed' AND updated_at >= ?)
 GROUP BY 1, 2;
 
 -- name: parked_job_reasons
