@@ -118,7 +118,8 @@ class ExtractorConfig(_Section):
     model: str = ""
     max_tokens: int = Field(1024, ge=16)
     temperature: float = Field(0.0, ge=0, le=2)
-    # Repair calls after an answer that does not parse; then the job is dead-lettered.
+    # Repair calls after an answer that does not parse; still bad, that is one attempt of the
+    # job, dead-lettered after pipeline.extractor.max_attempts of them.
     repair_attempts: int = Field(1, ge=0)
     # Extra slot lexicons (TOML) that extend or override the built-in config/lexicon.toml.
     lexicon_paths: list[str] = []

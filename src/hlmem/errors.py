@@ -39,6 +39,8 @@ Every class's docstring is its default message. Errors carry typed fields, never
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 
 class HlmemError(Exception):
     """An hlmem operation failed."""
@@ -119,6 +121,10 @@ class Deferred(Retryable):
 
     retry_after_s: float | None = None
 
+    def wait_s(self) -> float | None:
+        """Seconds to wait from now (``None``: as the runner's backoff says)."""
+        return self.retry_after_s
+
 
 class Parkable(HlmemError):
     """The job must wait for an outside change (budget, a provider back) and is parked."""
@@ -141,6 +147,21 @@ class ProviderUnavailable(ProviderError, Retryable):
 
 class CircuitOpen(ProviderUnavailable, Deferred):
     """The provider is paused after repeated failures (its circuit breaker is open)."""
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        retry_after_s: float | None = None,
+        reopens_in: Callable[[], float] | None = None,
+    ) -> None:
+        super().__init__(message, retry_after_s=retry_after_s)
+        self._reopens_in = reopens_in
+
+    def wait_s(self) -> float | None:
+        """The breaker's wait as it is now, not as it was when it refused: a job refused while a
+        trial call was in flight, and written back after that trial succeeded, runs at once."""
+        return self.retry_after_s if self._reopens_in is None else self._reopens_in()
 
 
 class RateLimited(ProviderError, Deferred):

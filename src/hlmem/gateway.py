@@ -5,13 +5,17 @@ request=ChatRequest(...))`` (or ``embed`` / ``rerank``). One gateway object is s
 stage and session of a process, so its limits hold for all of them together. This is the only
 module that imports ``httpx``: one ``AsyncClient`` per configured provider, with explicit
 timeouts and connection limits. Wire formats are ``providers.py``'s (pure functions); prices,
-limits and the ledger are ``budget.py``'s.
+limits and the ledger are ``budget.py``'s; the circuit breaker, the outage clock and the jobs
+waiting for a provider are ``outage.py``'s.
 
 One layer per method, outermost first:
 
-``_call``        reserve the worst-case cost (``budget.reserve``: ``UnknownPrice`` or
-                 ``BudgetExceeded`` before any byte goes out), then settle to the actual usage
-                 and write the ledger row, or release on failure; parse the answer.
+``_call``        refuse while the breaker is open (``CircuitOpen``), reserve the worst-case cost
+                 (``budget.reserve``: ``UnknownPrice`` or ``BudgetExceeded`` before any byte
+                 goes out), then settle to the usage the provider reported (an estimate, marked
+                 so, where it reported none) and write the ledger row, or release on failure;
+                 parse the answer. Provider trouble of a provider failing for
+                 ``gateway.outage_park_s`` is raised as ``ProviderOutage`` (the job parks).
 ``_retrying``    the circuit breaker, then attempts with exponential backoff and jitter on 429,
                  5xx, timeouts and connection errors, honouring ``Retry-After``.
 ``_throttle``    a concurrency slot (``anyio.CapacityLimiter``), a pause while the provider
@@ -152,6 +156,7 @@ class _Provider:
         cfg: ProviderConfig,
         preset: ProviderPreset,
         transport: httpx.AsyncBaseTransport | None,
+        clock: Callable[[], float],
     ) -> None:
         self.name = name
         self.cfg = cfg
@@ -174,7 +179,7 @@ class _Provider:
         tokens_per_s = cfg.tokens_per_minute * RATE_MARGIN / 60
         self.token_chunk = max(tokens_per_s * TOKEN_BURST_S, 1.0)
         self.tokens = AsyncLimiter(self.token_chunk, self.token_chunk / tokens_per_s)
-        self.breaker = Breaker(cfg.breaker_failures, cfg.breaker_cooldown_s)
+        self.breaker = Breaker(cfg.breaker_failures, cfg.breaker_cooldown_s, clock=clock)
         self.paused_until = 0.0
 
     def pause(self, seconds: float | None) -> None:
@@ -220,7 +225,9 @@ class Gateway:
         self._recovery = anyio.Event()
         self.state = GatewayState.OPEN
         self._providers = {
-            name: _Provider(name, pcfg, PRESETS.get(pcfg.preset) or plugins[pcfg.preset], transport)
+            name: _Provider(
+                name, pcfg, PRESETS.get(pcfg.preset) or plugins[pcfg.preset], transport, self._now
+            )
             for name, pcfg in cfg.providers.items()
         }
 
@@ -493,9 +500,10 @@ class Gateway:
                 p.breaker.end_trial(trial)
                 raise
             else:
+                was_open = p.breaker.consecutive >= p.breaker.failures
                 p.breaker.succeeded()
-                if p.breaker.recovered:
-                    self._recovery.set()  # its waiting jobs go at once, not at the next look
+                if was_open:  # its waiting jobs go at once, not at the watcher's next look
+                    self._recovery.set()
                 return raw
             if retry >= p.cfg.max_retries or delay > p.cfg.retry_max_s:
                 raise error

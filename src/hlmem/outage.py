@@ -25,7 +25,7 @@ Nothing here sends a request or reads the network; the gateway owns both.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from hlmem.clock import wall
 from hlmem.errors import CircuitOpen
@@ -40,9 +40,13 @@ ALL = -1
 class Breaker:
     """One provider's circuit breaker and outage clock (times of the injected clock)."""
 
-    def __init__(self, failures: int, cooldown_s: float) -> None:
+    def __init__(
+        self, failures: int, cooldown_s: float, *, clock: Callable[[], float] | None = None
+    ) -> None:
         self.failures = failures
         self.cooldown_s = cooldown_s
+        #: the time now (for the wait a refusal reports when it is read)
+        self.clock = clock
         self.consecutive = 0
         self.open_until = 0.0
         self.trial = False
@@ -54,6 +58,8 @@ class Breaker:
         self.recovered = False
         #: no probe job is let through before this
         self.next_probe = 0.0
+        #: sweeps still to do after a recovery
+        self.sweeps = 0
 
     def is_open(self, now: float) -> bool:
         """Refusing calls: open, or half-open with its trial in flight."""
@@ -62,11 +68,19 @@ class Breaker:
     def check(self, provider: str, now: float) -> None:
         """:raises CircuitOpen: open, or half-open with its trial in flight."""
         if self.is_open(now):
-            wait = max(self.open_until - now, 0.0) or self.cooldown_s
+            clock = self.clock
             raise CircuitOpen(
                 f"{provider}: circuit open after {self.consecutive} consecutive failures",
-                retry_after_s=wait,
+                retry_after_s=self.wait_s(now),
+                reopens_in=None if clock is None else lambda: self.wait_s(clock()),
             )
+
+    def wait_s(self, now: float) -> float:
+        """Seconds until a call may pass: 0 when closed, the rest of the cooldown when open, a
+        whole cooldown while the half-open trial is in flight (its success ends the wait)."""
+        if not self.is_open(now):
+            return 0.0
+        return max(self.open_until - now, 0.0) or self.cooldown_s
 
     def enter(self, provider: str, now: float) -> bool:
         """Let an attempt through (True when it is the half-open trial).
@@ -129,7 +143,10 @@ class OutageWatch:
     async def watch(self, name: str, breaker: Breaker, now: float) -> None:
         """One look at provider ``name``: resume its jobs when it is back, park them when it
         has been down for ``outage_park_s``, or let one through as a probe when it may take one."""
-        if breaker.recovered:
+        if breaker.recovered or (breaker.up and breaker.sweeps):
+            # Again at the next look: a refusal read while the breaker was open may be written
+            # back just after this sweep.
+            breaker.sweeps = 1 if breaker.recovered else breaker.sweeps - 1
             breaker.recovered = False
             await self.release(name, limit=ALL)
             return

@@ -254,7 +254,8 @@ class StageRunner:
             await self.queue.end(job, JobStatus.PARKED, error, detail)
             return
         if isinstance(exc, Deferred):
-            wait = self.cfg.retry_base_s if exc.retry_after_s is None else exc.retry_after_s
+            # At least the stage's base backoff: a 429 with "Retry-After: 0" must not spin.
+            wait = max(exc.wait_s() or 0.0, self.cfg.retry_base_s)
             await self.queue.defer(job, error, wall() + wait, detail)
             return
         decision = (
