@@ -19,8 +19,8 @@ Stdout: a table, then ONE JSON object with every figure on the last line. What i
    limit. Achieved calls/min as a fraction of the limit (target >= 0.9), 429s received (target 0),
    and the wire latency of the calls minus the server's latency (p50/p95).
 3. outage: the whole pipeline (``hlmem.open``, the model extractor) against a provider that
-   answers 60 % of requests with 503 for 20 s (``--quick``: 5 s, with the breaker's cooldown
-   shortened in the same proportion, 30 -> 7.5 s), then is healthy; one session per event,
+   answers 60 % of requests with 503 for 20 s (``--quick``: 4 s, with the breaker's cooldown
+   shortened in the same proportion, 30 -> 6 s), then is healthy; one session per event,
    offered evenly over the outage, every gateway and pipeline setting at its default otherwise.
    After the drain: failed jobs (target 0), parked jobs (target 0), and the claims present
    against those the rules extractor finds in the same lines (the simulated model answers with
@@ -408,7 +408,7 @@ def parse_args() -> argparse.Namespace:
     )
     args = parser.parse_args()
     # --quick shortens the outage, and the breaker's cooldown in the same proportion
-    args.outage_s = 5.0 if args.quick else FULL_OUTAGE_S
+    args.outage_s = 4.0 if args.quick else FULL_OUTAGE_S
     args.cooldown_s = DEFAULT_COOLDOWN_S * args.outage_s / FULL_OUTAGE_S
     args.window_s = 10.0 if args.quick else 60.0
     args.duration_s = 20.0 if args.quick else 90.0

@@ -39,9 +39,14 @@ def hlmem(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     return proc
 
 
-def config_file(tmp_path: Path, base_url: str, *, daily_limit: float | None = None) -> Path:
+def config_file(
+    tmp_path: Path, base_url: str, *, daily_limit: float | None = None, outage_park_s: float = 300
+) -> Path:
     budget = f"daily_limit = {daily_limit}\n" if daily_limit is not None else ""
     text = f"""
+[gateway]
+outage_park_s = {outage_park_s}
+
 [pipeline]
 poll_interval_s = 0.02
 drain_poll_s = 0.01
@@ -140,6 +145,30 @@ def test_ingest_drain_exits_3_when_jobs_are_parked_for_budget(tmp_path: Path) ->
         f"accepted 0, duplicate {sessions}, rejected 0; "
         f"failed 0, parked {still} (budget {still}, outage 0)"
     )
+
+
+def test_ingest_drain_exits_3_when_the_provider_is_down_and_worker_resumes_once_it_is_back(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "m.db"
+    with SimProvider(settings=SimSettings(error_rate=1.0, error_status=503)) as sim:
+        # Any trouble is an outage at once: the jobs park without a wait.
+        cfg = config_file(tmp_path, sim.base_url, outage_park_s=0.001)
+        args = ("--db", db, "--config", cfg)
+        down = hlmem(*args, "ingest", events(tmp_path, 3), "--drain", cwd=tmp_path)
+        assert down.returncode == 3, down.stderr
+        assert down.stdout.strip() == (
+            "accepted 3, duplicate 0, rejected 0; failed 0, parked 3 (budget 0, outage 3)"
+        )
+        assert extractor_jobs(db) == {"parked": 3}
+        report = hlmem(*args, "ops", "report", cwd=tmp_path)
+        assert "parked for a provider outage: 3 jobs (sim)" in report.stdout
+        sim.update(error_rate=0.0)  # the provider is back: a new worker's probe finds it so
+        back = hlmem(*args, "worker", "--drain", "--settle-s", "0.2", cwd=tmp_path)
+    assert back.returncode == 0, back.stderr
+    assert back.stdout.strip().endswith("; failed 0, parked 0 (budget 0, outage 0)")
+    assert extractor_jobs(db) == {"done": 3}
+    assert rows(db, "SELECT count(*) FROM claims") == [(3,)]
 
 
 def test_worker_drain_exits_4_when_jobs_fail(tmp_path: Path) -> None:

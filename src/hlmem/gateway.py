@@ -256,6 +256,7 @@ class Gateway:
         try:
             await gw.recover()
             await gw.resume_parked_for_budget()
+            await gw._look()  # a job parked for an outage goes as a probe at once
             async with anyio.create_task_group() as tg:
                 tg.start_soon(gw._housekeeping)
                 tg.start_soon(gw._watch)
@@ -500,9 +501,11 @@ class Gateway:
                 p.breaker.end_trial(trial)
                 raise
             else:
-                was_open = p.breaker.consecutive >= p.breaker.failures
+                # Back from an open breaker, or the first answer this process has seen: the jobs
+                # waiting for the provider go at once, not at the watcher's next look.
+                back = p.breaker.consecutive >= p.breaker.failures or not p.breaker.seen_up
                 p.breaker.succeeded()
-                if was_open:  # its waiting jobs go at once, not at the watcher's next look
+                if back:
                     self._recovery.set()
                 return raw
             if retry >= p.cfg.max_retries or delay > p.cfg.retry_max_s:
@@ -576,15 +579,16 @@ class Gateway:
             with anyio.move_on_after(self.cfg.gateway.probe_interval_s):
                 await self._recovery.wait()
             self._recovery = anyio.Event()
-            for p in self._providers.values():
-                try:
-                    await self.outages.watch(p.name, p.breaker, self._now())
-                except ClosedError:
-                    return
-                except HlmemError as exc:
-                    log.warning(
-                        "outage watch failed: %s", exc, extra={"action": "outage_watch_failed"}
-                    )
+            try:
+                await self._look()
+            except ClosedError:
+                return
+            except HlmemError as exc:
+                log.warning("outage watch failed: %s", exc, extra={"action": "outage_watch_failed"})
+
+    async def _look(self) -> None:
+        for p in self._providers.values():
+            await self.outages.watch(p.name, p.breaker, self._now())
 
     def _log(self, call: CallInfo, outcome: str, wire: Wire, error_class: str | None) -> None:
         log.debug(

@@ -56,6 +56,8 @@ class Breaker:
         self.up = False
         #: a call succeeded after trouble (or for the first time): the watcher wakes its jobs
         self.recovered = False
+        #: a call has succeeded since this process started
+        self.seen_up = False
         #: no probe job is let through before this
         self.next_probe = 0.0
         #: sweeps still to do after a recovery
@@ -97,7 +99,7 @@ class Breaker:
         if not self.up:
             self.recovered = True
         self.consecutive, self.trial = 0, False
-        self.down_since, self.up = None, True
+        self.down_since, self.up, self.seen_up = None, True, True
 
     def failed(self, now: float) -> bool:
         """Count a failure; True when this one opened the breaker."""
