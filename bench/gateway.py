@@ -5,7 +5,7 @@ Plain script against the simulated provider (``hlmem.sim_provider.SimProvider``,
 server on loopback) with 200 ms latency, over a real SQLite file (the gateway reserves and
 settles every call in it)::
 
-    .venv/bin/python bench/gateway.py --quick     # about 40 s
+    .venv/bin/python bench/gateway.py --quick     # under a minute
     .venv/bin/python bench/gateway.py             # a full 60 s RPM window, longer runs
 
 Stdout: a table, then ONE JSON object with every figure on the last line. What is measured:
@@ -18,6 +18,13 @@ Stdout: a table, then ONE JSON object with every figure on the last line. What i
    sliding window (429 with Retry-After beyond that), with the gateway configured for the same
    limit. Achieved calls/min as a fraction of the limit (target >= 0.9), 429s received (target 0),
    and the wire latency of the calls minus the server's latency (p50/p95).
+3. outage: the whole pipeline (``hlmem.open``, the model extractor) against a provider that
+   answers 60 % of requests with 503 for 20 s (``--quick``: 4 s, with the breaker's cooldown
+   shortened in the same proportion, 30 -> 6 s), then is healthy; one session per event,
+   offered evenly over the outage, every gateway and pipeline setting at its default otherwise.
+   After the drain: failed jobs (target 0), parked jobs (target 0), and the claims present
+   against those the rules extractor finds in the same lines (the simulated model answers with
+   them; target: all present), with the breaker's refusals and the time the drain took.
 """
 
 from __future__ import annotations
@@ -36,16 +43,22 @@ from typing import Any
 import anyio
 import httpx
 
+import hlmem
 from hlmem.config import load_config
 from hlmem.gateway import Gateway
 from hlmem.ops import percentile
 from hlmem.providers import ChatMessage, ChatRequest, build_chat
 from hlmem.sim_provider import SimProvider
 from hlmem.sim_state import SimSettings
-from hlmem.store import Store
+from hlmem.store import Store, sqlite_module
 
 LATENCY_MS = 200.0
 TARGET_FRACTION = 0.9
+OUTAGE_ERROR_RATE = 0.6
+OUTAGE_LATENCY_MS = 50.0
+#: the default breaker cooldown (providers.*.breaker_cooldown_s) against the full outage of 20 s
+DEFAULT_COOLDOWN_S = 30.0
+FULL_OUTAGE_S = 20.0
 
 
 def request(i: int) -> ChatRequest:
@@ -183,6 +196,115 @@ async def saturation(
     }
 
 
+def outage_line(i: int) -> str:
+    if i % 2:
+        return f"Remember that ticket {i} belongs to Alice and is due on Friday."
+    return f"记住：项目{i}的截止日期是周五，负责人是小王。"
+
+
+def claim_set(db: Path) -> set[tuple[Any, ...]]:
+    conn = sqlite_module("auto").connect(str(db))
+    try:
+        rows = conn.execute(
+            "SELECT subject, predicate, value FROM claims WHERE status = 'active'"
+        ).fetchall()
+    finally:
+        conn.close()
+    return {tuple(r) for r in rows}
+
+
+def outage_config(base_url: str | None, cooldown_s: float) -> Any:
+    """Defaults everywhere, but the model extractor on the simulated provider (unlimited rate,
+    the breaker's cooldown as given); ``None``: the rules extractor, for the expected claims."""
+    if base_url is None:
+        return load_config(env={})
+    return load_config(
+        env={},
+        overrides={
+            "providers": {
+                "sim": {
+                    "preset": "sim",
+                    "base_url": base_url,
+                    "requests_per_minute": 1e6,
+                    "tokens_per_minute": 1e9,
+                    "breaker_cooldown_s": cooldown_s,
+                }
+            },
+            "prices": {"sim/*": {"input_per_1k": 0.0004, "output_per_1k": 0.0012}},
+            "extractor": {"kind": "model", "provider": "sim", "model": "sim-chat"},
+        },
+    )
+
+
+async def offer(db: Path, cfg: Any, sessions: int, over_s: float) -> float:
+    """One session per event, offered evenly over ``over_s``; flush and drain; the drain's time."""
+    async with hlmem.open(db, config=cfg) as mem:
+        started = time.monotonic()
+        for i in range(sessions):
+            await anyio.sleep(max(started + over_s * i / sessions - time.monotonic(), 0.0))
+            await mem.add_event(f"s{i}", outage_line(i))
+            await mem.end_session(f"s{i}")
+        await mem.flush()
+        drain_started = time.monotonic()
+        await mem.drain(timeout_s=600)
+        return time.monotonic() - drain_started
+
+
+def job_counts(db: Path) -> dict[str, int]:
+    conn = sqlite_module("auto").connect(str(db))
+    try:
+        found = conn.execute(
+            "SELECT status, count(*) FROM jobs WHERE kind = 'extractor' GROUP BY 1"
+        ).fetchall()
+        refused = conn.execute(
+            "SELECT count(*), count(DISTINCT job_id) FROM provider_calls"
+            " WHERE error_class = 'CircuitOpen'"
+        ).fetchone()
+        max_attempts = conn.execute("SELECT max(attempts) FROM jobs WHERE kind = 'extractor'")
+        top = max_attempts.fetchone()[0]
+    finally:
+        conn.close()
+    counts = {str(k): int(v) for k, v in found}
+    counts.update(refusals=refused[0], jobs_refused=refused[1], max_attempts=top or 0)
+    return counts
+
+
+async def outage(tmp: Path, sessions: int, outage_s: float, cooldown_s: float) -> dict[str, Any]:
+    """60 % 503 for ``outage_s``, then healthy, under the whole pipeline."""
+    await offer(tmp / "rules.db", outage_config(None, cooldown_s), sessions, 0.0)
+    expected = claim_set(tmp / "rules.db")
+    settings = SimSettings(latency_ms=OUTAGE_LATENCY_MS, error_status=503, seed=20)
+    with SimProvider(settings=settings) as sim:
+        sim.update(error_rate=OUTAGE_ERROR_RATE, errors_for_s=outage_s)  # from now on
+        started = time.monotonic()
+        drain_s = await offer(
+            tmp / "model.db", outage_config(sim.base_url, cooldown_s), sessions, outage_s
+        )
+        total_s = time.monotonic() - started
+        stats = sim.stats()
+    present = claim_set(tmp / "model.db")
+    jobs = job_counts(tmp / "model.db")
+    return {
+        "sessions": sessions,
+        "outage_s": outage_s,
+        "error_rate": OUTAGE_ERROR_RATE,
+        "breaker_cooldown_s": cooldown_s,
+        "server_requests": stats.requests,
+        "server_503s_sent": stats.errors_injected,
+        "breaker_refusals": jobs["refusals"],
+        "jobs_refused_by_breaker": jobs["jobs_refused"],
+        "max_job_attempts": jobs["max_attempts"],
+        "jobs_done": jobs.get("done", 0),
+        "jobs_failed": jobs.get("failed", 0),
+        "jobs_parked": jobs.get("parked", 0),
+        "claims_expected": len(expected),
+        "claims_present": len(present & expected),
+        "claims_missing": len(expected - present),
+        "drain_s": round(drain_s, 2),
+        "total_s": round(total_s, 2),
+    }
+
+
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         print("overhead ...", file=sys.stderr)
@@ -191,7 +313,40 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         sat = await saturation(
             Path(tmp) / "saturation.db", args.rpm, args.window_s, args.duration_s, args.callers
         )
-    return {"overhead": over, "saturation": sat}
+        print("outage ...", file=sys.stderr)
+        out = await outage(Path(tmp), args.sessions, args.outage_s, args.cooldown_s)
+    return {"overhead": over, "saturation": sat, "outage": out}
+
+
+def _verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+def _outage_rows(out: dict[str, Any]) -> list[tuple[str, str]]:
+    refusals = f"{out['breaker_refusals']} ({out['jobs_refused_by_breaker']} jobs)"
+    claims = f"{out['claims_present']} / {out['claims_expected']}"
+    return [
+        (
+            "outage: 503 rate / for s / breaker cooldown s",
+            f"{out['error_rate']:.0%} / {out['outage_s']} / {out['breaker_cooldown_s']}",
+        ),
+        (
+            "sessions (one event each) / server requests",
+            f"{out['sessions']} / {out['server_requests']}",
+        ),
+        ("503s sent / breaker refusals", f"{out['server_503s_sent']} / {refusals}"),
+        ("most attempts of a job", f"{out['max_job_attempts']}"),
+        ("failed jobs (target 0)", f"{out['jobs_failed']}  {_verdict(out['jobs_failed'] == 0)}"),
+        (
+            "parked jobs at the end (target 0)",
+            f"{out['jobs_parked']}  {_verdict(out['jobs_parked'] == 0)}",
+        ),
+        (
+            "claims present / expected (target all)",
+            f"{claims}  {_verdict(out['claims_missing'] == 0)}",
+        ),
+        ("drain s / whole run s", f"{out['drain_s']} / {out['total_s']}"),
+    ]
 
 
 def _pair(p: dict[str, float | None]) -> str:
@@ -199,9 +354,12 @@ def _pair(p: dict[str, float | None]) -> str:
 
 
 def report(result: dict[str, Any], args: argparse.Namespace) -> None:
-    over, sat = result["overhead"], result["saturation"]
+    over, sat, out = result["overhead"], result["saturation"], result["outage"]
     ok_fraction = sat["fraction_of_limit"] >= TARGET_FRACTION
     ok_429 = sat["server_429s_sent"] == 0
+    ok_failed = out["jobs_failed"] == 0
+    ok_parked = out["jobs_parked"] == 0
+    ok_claims = out["claims_missing"] == 0
     window = f"{sat['server_requests_per_window']} per {sat['server_window_s']} s window"
     rows = [
         ("overhead: calls / callers", f"{over['calls']} / {over['callers']}"),
@@ -218,11 +376,18 @@ def report(result: dict[str, Any], args: argparse.Namespace) -> None:
         ("429s received (target 0)", f"{sat['server_429s_sent']}  {'PASS' if ok_429 else 'FAIL'}"),
         ("server peak requests per window", f"{sat['server_peak_requests_per_window']}"),
         ("wire over server latency p50/p95 ms", _pair(sat["wire_over_server_ms"])),
+        *_outage_rows(out),
     ]
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
         print(f"{key:<{width}}  {value}")
-    result["targets"] = {"fraction_of_limit": ok_fraction, "zero_429s": ok_429}
+    result["targets"] = {
+        "fraction_of_limit": ok_fraction,
+        "zero_429s": ok_429,
+        "outage_zero_failed": ok_failed,
+        "outage_zero_parked": ok_parked,
+        "outage_every_claim": ok_claims,
+    }
     result["meta"] = {
         "quick": args.quick,
         "python": platform.python_version(),
@@ -238,7 +403,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="short runs (about 40 s in all)")
     parser.add_argument("--rpm", type=float, default=1200.0, help="the provider's limit and ours")
     parser.add_argument("--callers", type=int, default=200, help="concurrent callers")
+    parser.add_argument(
+        "--sessions", type=int, default=100, help="outage: sessions, one event each"
+    )
     args = parser.parse_args()
+    # --quick shortens the outage, and the breaker's cooldown in the same proportion
+    args.outage_s = 4.0 if args.quick else FULL_OUTAGE_S
+    args.cooldown_s = DEFAULT_COOLDOWN_S * args.outage_s / FULL_OUTAGE_S
     args.window_s = 10.0 if args.quick else 60.0
     args.duration_s = 20.0 if args.quick else 90.0
     args.overhead_calls = 120 if args.quick else 1000

@@ -419,7 +419,9 @@ def test_jobs_list_retry_purge(tmp_path: Path) -> None:
     worker = hlmem(
         "--db", db, "worker", "--drain", "--flush", "--settle-s", "0.2", "--json", cwd=tmp_path
     )
-    stats = ok_json(worker)
+    assert worker.returncode == 4, worker.stderr  # a job failed: the drain says so
+    stats = json.loads(worker.stdout)
+    assert stats["unfinished"] == {"failed": 1, "parked": 0, "parked_budget": 0, "parked_outage": 0}
     # the two windows in one extractor job or two (windower.windows_per_job)
     assert stats["jobs"]["extractor"] in ({"done": 1, "failed": 1}, {"done": 2, "failed": 1})
     assert stats["claims"] == {"active": 2}

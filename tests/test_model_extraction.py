@@ -130,7 +130,7 @@ async def test_provenance_enforce_sends_nothing_for_untrusted_sources(tmp_path: 
     assert stats_after.admission == {"event": {"block": 18}}
 
 
-async def test_a_bad_answer_gets_one_repair_then_is_dead_lettered_with_the_raw_answer(
+async def test_a_bad_answer_gets_a_repair_per_attempt_then_is_dead_lettered_with_the_raw_answer(
     tmp_path: Path,
 ) -> None:
     db = tmp_path / "m.db"
@@ -141,10 +141,12 @@ async def test_a_bad_answer_gets_one_repair_then_is_dead_lettered_with_the_raw_a
             await mem.drain(timeout_s=30)
             [failed] = await mem.list_jobs(status="failed")
         stats = sim.stats()
-    assert failed.kind == "extractor" and failed.attempts == 1
+    # An answer that stays bad after its repair is one attempt: the job tries again, and is
+    # dead-lettered only after pipeline.extractor.max_attempts (5) of them.
+    assert failed.kind == "extractor" and failed.attempts == 5
     assert failed.last_error is not None and "ExtractionFailed" in failed.last_error
     assert failed.detail and failed.detail.startswith('{"claims"')  # the raw answer, kept
-    assert stats.requests == 2  # the call and one repair
+    assert stats.requests == 10  # each attempt: the call and one repair
     assert scalar(db, "SELECT count(*) FROM extractions") == 0
     assert scalar(db, "SELECT count(*) FROM events") == 1  # the event is intact
 

@@ -10,7 +10,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from scripted_provider import PROVIDER, ScriptedProvider, chat_reply, chat_request, gateway_config
+from helpers import rows
+from scripted_provider import (
+    PRICE_IN,
+    PRICE_OUT,
+    PROVIDER,
+    ScriptedProvider,
+    chat_reply,
+    chat_request,
+    gateway_config,
+)
 
 import hlmem
 from hlmem.clock import ManualClock
@@ -18,11 +27,11 @@ from hlmem.config import Config
 from hlmem.errors import InputError, ProviderUnavailable
 from hlmem.gateway import Gateway
 from hlmem.ops import ops_report, parse_since, percentile, render
+from hlmem.sim_provider import SimProvider
+from hlmem.sim_state import SimSettings
 from hlmem.store import Store
 
 pytestmark = pytest.mark.anyio
-
-
 
 
 @pytest.mark.parametrize(
@@ -170,3 +179,59 @@ async def test_the_cli_prints_text_and_json(
     bad = hlmem_cli("--db", db_path, "ops", "report", "--since", "forever", cwd=tmp_path)
     assert bad.returncode == 1
     assert "hlmem: error: --since 'forever'" in bad.stderr
+
+
+# --- what was paid: the provider's count, and estimates apart ---------------------------------
+
+FAST = {
+    "pipeline": {
+        "poll_interval_s": 0.02,
+        "drain_poll_s": 0.01,
+        "extractor": {"retry_base_s": 0.01, "retry_max_s": 0.05},
+    },
+    "windower": {"sweep_interval_s": 0.02},
+}
+
+
+@pytest.mark.parametrize("garbage_rate", [0.0, 0.15])
+async def test_the_ledger_holds_what_the_provider_counted_and_marks_estimates(
+    tmp_path: Path, garbage_rate: float
+) -> None:
+    """Bad JSON answers (usage reported) are charged what the provider counted; garbage
+    answers (no usage to read) are estimates, shown apart in the report."""
+    db = tmp_path / "m.db"
+    settings = SimSettings(
+        bad_json_rate=0.3, garbage_rate=garbage_rate, seed=4, price_in=PRICE_IN, price_out=PRICE_OUT
+    )
+    with SimProvider(settings=settings) as sim:
+        extractor = {"kind": "model", "provider": PROVIDER, "model": "sim-chat"}
+        cfg = gateway_config(sim.base_url, extractor=extractor, **FAST)
+        async with hlmem.open(db, config=cfg) as mem:
+            for i in range(30):
+                text = f"记住：第{i}号会议室在三楼" if i % 2 else f"Remember that desk {i} is mine."
+                await mem.add_event(f"s{i}", text)
+            await mem.flush()
+            await mem.drain(timeout_s=120)
+            report = await ops_report(mem.store, cfg, since=timedelta(days=1))
+        stats = sim.stats()
+    t = report.total
+    assert stats.bad_json_injected > 0
+    assert stats.garbage_injected == t.estimated_calls
+    assert (garbage_rate > 0) == (t.estimated_calls > 0)
+    reported = (
+        t.prompt_tokens - t.estimated_prompt_tokens,
+        t.completion_tokens - t.estimated_completion_tokens,
+    )
+    assert reported == (stats.prompt_tokens, stats.completion_tokens)
+    assert t.cost - t.estimated_cost == pytest.approx(stats.cost)
+    if not garbage_rate:  # every answer reported its usage: the ledger is the provider's count
+        assert t.cost == pytest.approx(stats.cost)
+    # an estimate is below the worst case each unparseable answer reserved
+    guessed = rows(db, "SELECT cost, reserved FROM provider_calls WHERE usage_estimated = 1")
+    assert all(c < r for c, r in guessed)
+    text = render(report)
+    assert (
+        f"usage reported by the provider: {stats.prompt_tokens}/{stats.completion_tokens} tokens"
+        in text
+    )
+    assert f"estimated (no usage reported, {t.estimated_calls} calls)" in text

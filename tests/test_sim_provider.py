@@ -364,6 +364,28 @@ def test_settings_are_validated() -> None:
         SimSettings(unknown=1)  # type: ignore[call-arg]
 
 
+def test_an_outage_is_switched_while_serving_and_can_end_by_itself() -> None:
+    with serve(error_rate=1.0, error_status=503) as (sim, client):
+        control = client.base_url.copy_with(path="/control")
+        assert client.post("/embeddings", json=EMBED_BODY).status_code == 503
+        ended = client.post(control, json={"error_rate": 0.0})
+        assert ended.status_code == 200 and ended.json()["error_rate"] == 0.0
+        assert client.post("/embeddings", json=EMBED_BODY).status_code == 200
+        assert client.post(control, json={"error_rate": 2}).status_code == 400
+        assert client.post(control, json={"no_such_setting": 1}).status_code == 400
+        assert client.post(control, content=b"[1]").status_code == 400
+        assert sim.settings.error_rate == 0.0  # a refused change changes nothing
+        # an outage with an end: errors only within errors_for_s of the change
+        sim.update(error_rate=1.0, errors_for_s=3600)
+        assert client.post("/embeddings", json=EMBED_BODY).status_code == 503
+        sim.update(errors_for_s=0)
+        assert client.post("/embeddings", json=EMBED_BODY).status_code == 200
+        with pytest.raises(ValidationError):
+            sim.update(error_status=404)
+        seen = stats(client)
+    assert seen["errors_injected"] == 2 and seen["ok"] == 2
+
+
 # --- the command line -------------------------------------------------------------------------
 
 

@@ -5,9 +5,12 @@ Before a call leaves, :meth:`Budget.reserve` prices its worst case (estimated pr
 UTC day and month, over all namespaces and for the call's namespace) and holds it in
 ``budget_reservations``. After the call, :meth:`Budget.settle` replaces the hold with the actual
 cost and writes the ledger row (``provider_calls``) in the same transaction; a failed call is
-released instead. A model with no price fails closed. Spending per period is kept as running
-sums in ``budget_usage`` (updated in the same transactions), so a reserve reads four rows by
-primary key instead of summing a month of ledger.
+released instead, unless the provider answered and so billed it (:meth:`Budget.fail` with
+``charged``). The actual cost is the usage the provider reported; where it reported none, the
+gateway's estimate, and the row's ``usage_estimated`` says so. A model with no price fails
+closed. Spending per period is kept as running sums in ``budget_usage`` (updated in the same
+transactions), so a reserve reads four rows by primary key instead of summing a month of
+ledger.
 
 A refused call writes a ``refused`` ledger row carrying the worst case it asked for; the runner
 parks its job (``BudgetExceeded`` is ``Parkable``). :meth:`Budget.resume_parked` moves such jobs
@@ -18,7 +21,9 @@ Reservations carry their owner (``host:pid:token``, as job leases do). :meth:`Bu
 releases the holds of owners that are gone (a dead process on this host, or a hold older than
 ``budget.reservation_ttl_s``) and leaves an ``error`` ledger row for the abandoned call.
 
-This module knows prices and limits, never HTTP; the gateway calls it. Every write goes through
+:class:`Wire` is what one call did on the wire (requests, 429s, the answer's body, usage that
+error answers reported) and what it is charged. This module knows prices and limits, never
+HTTP; the gateway calls it. Every write goes through
 ``Store.run_in_transaction`` (one thread hop per transaction: the gateway's hot path).
 """
 
@@ -34,6 +39,7 @@ from typing import Literal
 from hlmem.clock import Clock, iso, parse_iso, wall
 from hlmem.config import Config, PriceConfig
 from hlmem.errors import BudgetExceeded, UnknownPrice
+from hlmem.providers import estimate_tokens, reported_usage
 from hlmem.queue import owner_is_dead
 from hlmem.store import Store, SyncTx
 
@@ -46,6 +52,7 @@ ALL_NAMESPACES = ""
 #: ledger error class of a call whose process died between reserve and settle
 ABANDONED = "ReservationAbandoned"
 _EPSILON = 1e-12  # float sums of many small costs: do not refuse on rounding dust
+
 
 @dataclass(frozen=True)
 class CallInfo:
@@ -80,6 +87,52 @@ class Attempts:
     @property
     def retries(self) -> int:
         return max(self.sent - 1, 0)
+
+
+@dataclass
+class Wire:
+    """What happened on the wire during one call (mutable while the gateway runs it), and so
+    what it cost: the usage the provider reported, or an estimate where it reported none."""
+
+    sent: int = 0
+    rate_limited: int = 0
+    latency_ms: float | None = None
+    answered: bool = False  # a 2xx answer arrived
+    body: bytes = b""  # the 2xx answer's body
+    billed: Tokens = Tokens(0)  # usage reported in the bodies of error answers
+
+    def attempts(self) -> Attempts:
+        return Attempts(self.sent, self.rate_limited, self.latency_ms)
+
+    def bill(self, body: bytes) -> None:
+        """Count the usage an error answer reports (a provider may bill a failed request)."""
+        usage = reported_usage(body)
+        if usage is not None:
+            self.billed = Tokens(self.billed.prompt + usage[0], self.billed.completion + usage[1])
+
+    def charged(self, worst: Tokens) -> tuple[Tokens, bool] | None:
+        """What an answer that did not parse cost, and whether that is an estimate: the usage it
+        reports, or the prompt as estimated plus the completion from the size of what arrived
+        (at most ``max_tokens``); ``None`` when no answer arrived."""
+        if not self.answered:
+            return None
+        usage = reported_usage(self.body)
+        if usage is not None:
+            return self.plus(Tokens(*usage)), False
+        text = self.body.decode("utf-8", "replace")
+        return self.plus(Tokens(worst.prompt, min(estimate_tokens(text), worst.completion))), True
+
+    def plus(self, tokens: Tokens) -> Tokens:
+        return Tokens(
+            tokens.prompt + self.billed.prompt, tokens.completion + self.billed.completion
+        )
+
+
+def prompt_usage(prompt_tokens: int | None, worst: Tokens) -> tuple[Tokens, bool]:
+    """An embed or rerank answer's usage (estimated when it reported none)."""
+    if prompt_tokens is None:
+        return Tokens(worst.prompt), True
+    return Tokens(prompt_tokens), False
 
 
 @dataclass(frozen=True)
@@ -239,19 +292,34 @@ class Budget:
 
         await self.store.run_in_transaction(write)
 
-    async def settle(self, r: Reservation, used: Tokens, attempts: Attempts) -> float:
-        """Replace the hold with the actual cost and write the ``ok`` ledger row; the cost."""
+    async def settle(
+        self, r: Reservation, used: Tokens, attempts: Attempts, *, estimated: bool = False
+    ) -> float:
+        """Replace the hold with the actual cost and write the ``ok`` ledger row; the cost.
+
+        ``used`` is what the provider reported, or (``estimated``) hlmem's estimate where it
+        reported nothing; the ledger row says which."""
         cost = self.cost(self.price(r.call.provider, r.call.model), used)
-        await self._finish(r, "settled", used, cost, "ok", None, attempts)
+        await self._finish(r, "settled", used, cost, "ok", None, attempts, estimated)
         return cost
 
     async def fail(
-        self, r: Reservation, error_class: str, attempts: Attempts, *, charged: bool
+        self,
+        r: Reservation,
+        error_class: str,
+        attempts: Attempts,
+        *,
+        charged: Tokens | None = None,
+        estimated: bool = False,
     ) -> None:
-        """End a failed call: release its hold, or (``charged``: the provider answered and
-        probably billed, but the answer did not parse) settle it at the worst case."""
-        if charged:
-            await self._finish(r, "settled", r.worst, r.amount, "error", error_class, attempts)
+        """End a failed call: release its hold, or settle it at ``charged`` (the provider
+        answered and billed: an answer that does not parse, an error reporting usage), which
+        is what it reported, or an estimate (``estimated``)."""
+        if charged is not None:
+            cost = self.cost(self.price(r.call.provider, r.call.model), charged)
+            await self._finish(
+                r, "settled", charged, cost, "error", error_class, attempts, estimated
+            )
         else:
             outcome: Outcome = "error" if attempts.sent else "refused"
             await self._finish(r, "released", Tokens(0), 0.0, outcome, error_class, attempts)
@@ -265,6 +333,7 @@ class Budget:
         outcome: Outcome,
         error_class: str | None,
         attempts: Attempts,
+        estimated: bool = False,
     ) -> None:
         now = iso(self.clock.now())
 
@@ -278,6 +347,7 @@ class Budget:
                 cost=cost,
                 reserved=r.amount,
                 attempts=attempts,
+                estimated=estimated,
             )
             self._end_hold(tx, r.id, status, cost, call_id, now)
 
@@ -308,6 +378,7 @@ class Budget:
         cost: float = 0.0,
         reserved: float = 0.0,
         attempts: Attempts = Attempts(),
+        estimated: bool = False,
     ) -> int:
         row = tx.fetchall(
             "insert_provider_call",
@@ -329,6 +400,7 @@ class Budget:
                 attempts.rate_limited,
                 reserved,
                 iso(self.clock.now()),
+                int(estimated),
             ),
         )
         return int(row[0][0])

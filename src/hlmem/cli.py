@@ -14,6 +14,11 @@ traceback (``-v`` adds it for an internal error). Exit codes (:data:`EXIT_CODES`
 - 0: done (``doctor``: healthy; ``worker``: stopped gracefully, after a signal or ``--drain``);
 - 1: failed: bad input, no such database, a corrupt or unreadable file, ``doctor`` found problems;
 - 2: usage: an unknown command or option, a missing argument;
+- 3: ``ingest --drain``, ``worker --drain``: work did not finish, jobs are parked (for budget or a
+  provider outage: they resume by themselves);
+- 4: ``ingest --drain``, ``worker --drain``: jobs failed while they ran (dead letters: ``hlmem
+  jobs list --status failed``, ``hlmem jobs retry``); 4 wins over 3, rejected input lines (1)
+  over both;
 - 70: internal error, a bug (``-v`` prints its traceback);
 - 130: interrupted by SIGINT (Ctrl-C); ``worker``: stopped at once by a third SIGINT;
 - 141: stdout was closed early (``hlmem recall ... | head``): the output was cut short;
@@ -39,11 +44,13 @@ from typing import Any
 import anyio
 
 from hlmem import langdata
+from hlmem.clock import wall
 from hlmem.config import Config, env_default, load_config
 from hlmem.errors import ForgottenFact, HlmemError
 from hlmem.memory import Memory
 from hlmem.memory import open as open_memory
 from hlmem.messages import Claim
+from hlmem.ops import WorkSummary, unfinished_work
 from hlmem.pipeline import FORCE_AFTER, stop_signals
 from hlmem.store import Store
 
@@ -58,6 +65,8 @@ EXIT_CODES = {
     0: "done (doctor: healthy; worker: stopped gracefully)",
     1: "failed: bad input, no such database, a corrupt or unreadable file; doctor: problems",
     2: "usage: unknown command or option, missing argument",
+    3: "ingest --drain, worker --drain: jobs are parked (budget or a provider outage)",
+    4: "ingest --drain, worker --drain: jobs failed (hlmem jobs list --status failed)",
     70: "internal error, a bug (-v prints the traceback)",
     130: "interrupted by SIGINT (Ctrl-C); worker: stopped at once by a third SIGINT",
     141: "stdout closed early (| head): the output was cut short",
@@ -93,16 +102,21 @@ def _need_db(args: argparse.Namespace) -> Path:
 
 @asynccontextmanager
 async def _memory(
-    args: argparse.Namespace, cfg: Config, *, drain: bool = False, flush: bool = False
+    args: argparse.Namespace,
+    cfg: Config,
+    *,
+    drain: bool = False,
+    flush: bool = False,
+    inline: bool | None = None,
 ) -> AsyncIterator[Memory]:
     """The memory at ``--db`` (created only by the :data:`CREATES` commands). Its pipeline is
     left to a worker, unless ``drain``: then it runs here and is drained after the block (open
     windows closed first with ``flush``), so the command returns once what it wrote has been
-    processed."""
+    processed. ``inline`` runs the pipeline here without that drain (the caller drains)."""
     async with open_memory(
         _need_db(args),
         config=cfg,
-        pipeline="inline" if drain else "external",
+        pipeline="inline" if (drain if inline is None else inline) else "external",
         create=args.command in CREATES,
     ) as mem:
         yield mem
@@ -137,6 +151,34 @@ def _count_lines(path: Path) -> int:
         return sum(1 for _ in lines)
 
 
+#: exit codes of ``ingest --drain`` and ``worker --drain`` when the drained work did not finish
+EXIT_PARKED = 3
+EXIT_FAILED = 4
+DRAIN_EXIT_HELP = (
+    "exit codes: 0 all work finished; 1 an error (or, for ingest, rejected lines); 3 jobs were "
+    "parked (for budget or a provider outage: they resume by themselves); 4 jobs failed "
+    "(hlmem jobs list --status failed; hlmem jobs retry)"
+)
+
+
+async def _drained(mem: Memory, *, flush: bool, settle_s: float, since: float) -> WorkSummary:
+    """Drain (after closing open windows with ``flush``) and count the jobs that failed since
+    ``since`` and those parked now; unfinished work is said on stderr, never silent."""
+    if flush:
+        await mem.flush()
+    await mem.drain(settle_s=settle_s)
+    work = await unfinished_work(mem.store, since=since)
+    if not work.finished:
+        print(f"hlmem: work did not finish: {work.line()}", file=sys.stderr)
+    return work
+
+
+def _drain_exit(work: WorkSummary | None) -> int:
+    if work is None or work.finished:
+        return 0
+    return EXIT_FAILED if work.failed else EXIT_PARKED
+
+
 async def cmd_ingest(args: argparse.Namespace, cfg: Config) -> int:
     from tqdm import tqdm
 
@@ -144,33 +186,40 @@ async def cmd_ingest(args: argparse.Namespace, cfg: Config) -> int:
 
     path = Path(args.file)
     total = await anyio.to_thread.run_sync(_count_lines, path)
-    async with _memory(args, cfg, drain=args.drain, flush=True) as mem:
+    started, work = wall(), None
+    async with _memory(args, cfg, inline=args.drain) as mem:
         with tqdm(total=total, unit="line", disable=args.json or not sys.stderr.isatty()) as bar:
             summary = await ingest_jsonl(mem, path, progress=bar.update)
+        if args.drain:
+            work = await _drained(mem, flush=True, settle_s=0.0, since=started)
     for err in (*summary.errors, *summary.blocked_lines):
         print(err, file=sys.stderr)
-    _out(
-        args,
-        summary.model_dump(),
+    text = (
         f"accepted {summary.accepted}, duplicate {summary.duplicate}, "
         + (f"blocked {summary.blocked} (forgotten), " if summary.blocked else "")
-        + f"rejected {summary.rejected}",
+        + f"rejected {summary.rejected}"
     )
-    return 1 if summary.rejected else 0
+    data = summary.model_dump()
+    if work is not None:
+        text, data["unfinished"] = f"{text}; {work.line()}", work.model_dump()
+    _out(args, data, text)
+    return 1 if summary.rejected else _drain_exit(work)
 
 
 async def cmd_worker(args: argparse.Namespace, cfg: Config) -> int:
-    db = _need_db(args)
+    db, started, work = _need_db(args), wall(), None
     # The signals are received from before the pipeline starts until after it has stopped.
     async with stop_signals(_stopping(cfg)) as stop:
         async with open_memory(db, config=cfg, pipeline="inline", create=False) as mem:
             print(f"hlmem: worker running on {db} (pid {os.getpid()})", file=sys.stderr, flush=True)
             with stop.until_requested():
-                if args.flush:
-                    await mem.flush()
                 if args.drain:
-                    await mem.drain(settle_s=args.settle_s)
+                    work = await _drained(
+                        mem, flush=args.flush, settle_s=args.settle_s, since=started
+                    )
                 else:
+                    if args.flush:
+                        await mem.flush()
                     await anyio.sleep_forever()
             stats = await mem.stats()
     if stop.forced is not None:
@@ -179,8 +228,11 @@ async def cmd_worker(args: argparse.Namespace, cfg: Config) -> int:
             file=sys.stderr,
         )
         return 128 + stop.forced.value
-    _out(args, stats.model_dump(), "worker stopped: " + _stats_line(stats.model_dump()))
-    return 0
+    data, text = stats.model_dump(), "worker stopped: " + _stats_line(stats.model_dump())
+    if work is not None:
+        text, data["unfinished"] = f"{text}; {work.line()}", work.model_dump()
+    _out(args, data, text)
+    return _drain_exit(work)
 
 
 def _stopping(cfg: Config) -> Callable[[signal.Signals, int], None]:
@@ -412,6 +464,7 @@ def build_parser() -> argparse.ArgumentParser:
     command("init", cmd_init, "create the database file and its schema")
     command("migrate", cmd_migrate, "apply pending schema migrations")
     p = command("ingest", cmd_ingest, "ingest events from a JSONL file (one event per line)")
+    p.epilog = "with --drain, " + DRAIN_EXIT_HELP
     p.add_argument(
         "file",
         help="JSONL file: session_id, role, content, optional event_id, "
@@ -424,7 +477,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.epilog = (
         "SIGINT or SIGTERM stops it gracefully: the work in flight finishes (at most\n"
         "pipeline.shutdown_grace_s), then exit 0. A second signal changes nothing. A third\n"
-        "stops it at once: the jobs in flight go back to the queue; exit 130 (SIGINT) or 143."
+        "stops it at once: the jobs in flight go back to the queue; exit 130 (SIGINT) or 143.\n"
+        "With --drain, " + DRAIN_EXIT_HELP
     )
     p.add_argument("--drain", action="store_true", help="exit once no job is waiting or running")
     p.add_argument("--flush", action="store_true", help="close every open window first")

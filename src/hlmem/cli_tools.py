@@ -119,6 +119,7 @@ def _add_sim_provider(sub: argparse.ArgumentParser) -> None:
     opt("--error-rate", float, 0.0, "fraction of admitted requests answered with --error-status")
     opt("--error-status", int, 500, "status of injected errors", choices=[429, 500, 503])
     opt("--retry-after", float, None, "Retry-After of injected errors, s", dest="retry_after_s")
+    opt("--errors-for-s", float, None, "inject errors only this long after start (an outage)")
     opt("--garbage-rate", float, 0.0, "fraction of admitted requests answered with malformed JSON")
     opt(
         "--bad-json-rate",

@@ -118,7 +118,8 @@ class ExtractorConfig(_Section):
     model: str = ""
     max_tokens: int = Field(1024, ge=16)
     temperature: float = Field(0.0, ge=0, le=2)
-    # Repair calls after an answer that does not parse; then the job is dead-lettered.
+    # Repair calls after an answer that does not parse; still bad, that is one attempt of the
+    # job, dead-lettered after pipeline.extractor.max_attempts of them.
     repair_attempts: int = Field(1, ge=0)
     # Extra slot lexicons (TOML) that extend or override the built-in config/lexicon.toml.
     lexicon_paths: list[str] = []
@@ -233,6 +234,16 @@ class BudgetConfig(_Section):
     namespaces: dict[str, NamespaceBudgetConfig] = {}
     resume_interval_s: float = Field(30.0, gt=0)
     reservation_ttl_s: float = Field(3600.0, gt=0)
+
+
+class GatewayConfig(_Section):
+    # A provider that has failed (5xx, timeouts, 429s, an open breaker) for this long without a
+    # success parks its jobs (status parked, reason ProviderOutage): drain stops waiting for
+    # them, and they resume by themselves once a probe call succeeds. Shorter trouble only
+    # delays jobs. Seconds of the injectable clock.
+    outage_park_s: float = Field(300.0, gt=0)
+    # How often the gateway looks whether a failing provider may take a probe call, or is back.
+    probe_interval_s: float = Field(1.0, gt=0)
 
 
 class PluginsConfig(_Section):
@@ -378,6 +389,7 @@ class Config(_Section):
     providers: dict[str, ProviderConfig] = {}
     prices: dict[str, PriceConfig] = {}
     budget: BudgetConfig = BudgetConfig()
+    gateway: GatewayConfig = GatewayConfig()
     plugins: PluginsConfig = PluginsConfig()
 
     @model_validator(mode="after")

@@ -13,25 +13,34 @@ Errors are grouped by what the caller does next::
     ├── Retryable                try again later (the job runner retries these with backoff)
     │   ├── StoreBusy            the database stayed locked past busy_timeout
     │   ├── LeaseLost            another worker took a job whose lease expired
-    │   └── ForgetPending        a forget request waits for the claims it names to settle
+    │   ├── ForgetPending        a forget request waits for the claims it names to settle
+    │   ├── ExtractionFailed     an extraction answer stayed invalid after its repair calls
+    │   └── Deferred             not now, and not an attempt: the job waits retry_after_s
     ├── ProviderError            a model provider call failed (never holds an API key)
     │   ├── ProviderUnavailable  Retryable: 5xx or connection failure
-    │   │   └── CircuitOpen      Retryable: the provider is paused after repeated failures
-    │   ├── RateLimited          Retryable: 429 from the provider (retry_after_s)
+    │   │   └── CircuitOpen      Deferred: the provider is paused after repeated failures
+    │   ├── RateLimited          Deferred: 429 from the provider (retry_after_s)
     │   ├── ProviderTimeout      Retryable: no answer within the provider's timeout_s
     │   ├── BadProviderOutput    Retryable: the answer does not parse or has the wrong shape
+    │   ├── ProviderOutage       Parkable: the provider has been failing for outage_park_s
     │   └── ProviderRejected     Permanent: the provider refused the request (4xx, not 429)
-    ├── Parkable                 wait for an outside change (budget); the job is parked
+    ├── Parkable                 wait for an outside change (budget, a provider back); parked
     │   └── BudgetExceeded       a call's worst-case cost is over a daily or monthly budget
     ├── Permanent                retrying cannot help: the job fails with its reason
     │   ├── BadJobPayload        a job row's payload does not validate
     │   └── UnknownPrice         the price book has no price for a model: fail closed
     └── ClosedError              the memory object, store or pipeline is already closed
 
+Provider trouble never ends a job as failed: a ``Deferred`` refusal (breaker open, 429) gives
+its attempt back, 5xx and timeouts that use up a job's attempts park it as ``ProviderOutage``,
+and only ``Permanent`` errors and answers that stay unparseable through every attempt fail it.
+
 Every class's docstring is its default message. Errors carry typed fields, never dicts.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 
 class HlmemError(Exception):
@@ -118,9 +127,19 @@ class BadProviderOutput(ProviderError, Retryable):
         self.raw = text[: self.RAW_MAX_CHARS]
 
 
+class Deferred(Retryable):
+    """The provider (or its circuit breaker) refused the call for now; nothing was wrong with the
+    job, so the refusal is not one of its attempts: it waits ``retry_after_s`` and runs again."""
+
+    retry_after_s: float | None = None
+
+    def wait_s(self) -> float | None:
+        """Seconds to wait from now (``None``: as the runner's backoff says)."""
+        return self.retry_after_s
+
 
 class Parkable(HlmemError):
-    """The job must wait for an outside change (such as budget) and is parked."""
+    """The job must wait for an outside change (budget, a provider back) and is parked."""
 
 
 class Permanent(HlmemError):
@@ -138,11 +157,26 @@ class ProviderUnavailable(ProviderError, Retryable):
         self.retry_after_s = retry_after_s
 
 
-class CircuitOpen(ProviderUnavailable):
+class CircuitOpen(ProviderUnavailable, Deferred):
     """The provider is paused after repeated failures (its circuit breaker is open)."""
 
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        retry_after_s: float | None = None,
+        reopens_in: Callable[[], float] | None = None,
+    ) -> None:
+        super().__init__(message, retry_after_s=retry_after_s)
+        self._reopens_in = reopens_in
 
-class RateLimited(ProviderError, Retryable):
+    def wait_s(self) -> float | None:
+        """The breaker's wait as it is now, not as it was when it refused: a job refused while a
+        trial call was in flight, and written back after that trial succeeded, runs at once."""
+        return self.retry_after_s if self._reopens_in is None else self._reopens_in()
+
+
+class RateLimited(ProviderError, Deferred):
     """The provider answered 429 Too Many Requests."""
 
     def __init__(self, message: str | None = None, *, retry_after_s: float | None = None) -> None:
@@ -152,6 +186,18 @@ class RateLimited(ProviderError, Retryable):
 
 class ProviderTimeout(ProviderError, Retryable):
     """The provider did not answer within its timeout_s."""
+
+
+class ProviderOutage(ProviderError, Parkable):
+    """The provider has been failing for longer than gateway.outage_park_s (or a job's attempts
+    were all used up by its errors); the job is parked until the provider answers again."""
+
+    def __init__(
+        self, message: str | None = None, *, provider: str | None = None, down_s: float = 0.0
+    ) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.down_s = down_s
 
 
 class ProviderRejected(ProviderError, Permanent):
@@ -203,9 +249,10 @@ class ClosedError(HlmemError):
     """The object is closed."""
 
 
-class ExtractionFailed(Permanent):
-    """A window's extraction answer stayed invalid after its repair attempts: the job is
-    dead-lettered with the last raw answer kept (``raw``, shown by ``hlmem jobs list``)."""
+class ExtractionFailed(Retryable):
+    """A window's extraction answer stayed invalid after its repair calls: one attempt of the
+    job; after its last attempt it is dead-lettered with the last raw answer kept (``raw``,
+    shown by ``hlmem jobs list``)."""
 
     def __init__(self, detail: str, raw: str = "") -> None:
         super().__init__(f"extraction failed: {detail}")

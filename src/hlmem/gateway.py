@@ -5,13 +5,17 @@ request=ChatRequest(...))`` (or ``embed`` / ``rerank``). One gateway object is s
 stage and session of a process, so its limits hold for all of them together. This is the only
 module that imports ``httpx``: one ``AsyncClient`` per configured provider, with explicit
 timeouts and connection limits. Wire formats are ``providers.py``'s (pure functions); prices,
-limits and the ledger are ``budget.py``'s.
+limits and the ledger are ``budget.py``'s; the circuit breaker, the outage clock and the jobs
+waiting for a provider are ``outage.py``'s.
 
 One layer per method, outermost first:
 
-``_call``        reserve the worst-case cost (``budget.reserve``: ``UnknownPrice`` or
-                 ``BudgetExceeded`` before any byte goes out), then settle to the actual usage
-                 and write the ledger row, or release on failure; parse the answer.
+``_call``        refuse while the breaker is open (``CircuitOpen``), reserve the worst-case cost
+                 (``budget.reserve``: ``UnknownPrice`` or ``BudgetExceeded`` before any byte
+                 goes out), then settle to the usage the provider reported (an estimate, marked
+                 so, where it reported none) and write the ledger row, or release on failure;
+                 parse the answer. Provider trouble of a provider failing for
+                 ``gateway.outage_park_s`` is raised as ``ProviderOutage`` (the job parks).
 ``_retrying``    the circuit breaker, then attempts with exponential backoff and jitter on 429,
                  5xx, timeouts and connection errors, honouring ``Retry-After``.
 ``_throttle``    a concurrency slot (``anyio.CapacityLimiter``), a pause while the provider
@@ -30,24 +34,20 @@ written to the ledger, and redacted from any provider text an error message quot
 
 from __future__ import annotations
 
-import email.utils
 import enum
 import logging
 import random
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from importlib.metadata import entry_points
 from typing import TypeVar
 
 import anyio
 import httpx
 from aiolimiter import AsyncLimiter
 
-from hlmem.budget import Attempts, Budget, CallInfo, Tokens
+from hlmem.budget import Budget, CallInfo, Reservation, Tokens, Wire, prompt_usage
 from hlmem.clock import Clock, SystemClock
 from hlmem.config import Config, ProviderConfig
 from hlmem.errors import (
@@ -56,11 +56,13 @@ from hlmem.errors import (
     ClosedError,
     ConfigError,
     HlmemError,
+    ProviderOutage,
     ProviderRejected,
     ProviderTimeout,
     ProviderUnavailable,
     RateLimited,
 )
+from hlmem.outage import Breaker, OutageWatch
 from hlmem.providers import (
     PRESETS,
     ChatAnswer,
@@ -75,19 +77,21 @@ from hlmem.providers import (
     build_rerank,
     estimate_chat_tokens,
     estimate_tokens,
+    load_plugin_presets,
     parse_chat,
     parse_embed,
     parse_rerank,
+    retry_after_s,
 )
 from hlmem.queue import new_owner, retire_owner
+
+__all__ = ["Gateway", "GatewayState", "load_plugin_presets", "redact", "retry_after_s"]
 from hlmem.store import Store
 
 log = logging.getLogger(__name__)
 
 A = TypeVar("A")
 
-#: entry-point group of third-party provider plugins (each a ``providers.ProviderPreset``)
-PLUGIN_GROUP = "hlmem.providers"
 #: we pace requests at this fraction of requests_per_minute / tokens_per_minute, so that network
 #: and scheduling jitter never lets a provider's sliding window see one request too many
 RATE_MARGIN = 0.98
@@ -102,35 +106,6 @@ class GatewayState(enum.Enum):
     CLOSED = "closed"
 
 
-# --- plugins ----------------------------------------------------------------------------------
-
-
-def load_plugin_presets(allowlist: Iterable[str]) -> dict[str, ProviderPreset]:
-    """The presets of the ``hlmem.providers`` entry points named in ``allowlist``.
-
-    An entry point not named is never imported. Each must be a ``ProviderPreset`` (or a callable
-    returning one).
-
-    :raises ConfigError: an allowed plugin fails to import or is not a preset.
-    """
-    allowed = set(allowlist)
-    found: dict[str, ProviderPreset] = {}
-    for ep in entry_points(group=PLUGIN_GROUP):
-        if ep.name not in allowed:
-            continue
-        try:
-            obj = ep.load()
-            if callable(obj) and not isinstance(obj, ProviderPreset):
-                obj = obj()
-        except Exception as exc:
-            raise ConfigError(f"provider plugin {ep.name!r} failed to load: {exc}") from exc
-        if not isinstance(obj, ProviderPreset):
-            raise ConfigError(f"provider plugin {ep.name!r} is not a hlmem ProviderPreset")
-        found[ep.name] = obj
-        log.info("plugin loaded", extra={"action": "plugin_loaded", "plugin": ep.name})
-    return found
-
-
 # --- errors: the one place httpx exceptions are translated ------------------------------------
 
 
@@ -139,31 +114,6 @@ def redact(text: str, secret: str | None) -> str:
     if secret:
         text = text.replace(secret, "[redacted]")
     return _KEYLIKE.sub("[redacted]", text)
-
-
-def retry_after_s(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
-    """Seconds a provider asked us to wait: ``retry-after-ms``, or ``Retry-After`` as seconds
-    or as an HTTP date; ``None`` when absent or unreadable."""
-    millis = headers.get("retry-after-ms")
-    if millis:
-        try:
-            return max(float(millis) / 1000, 0.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max((when - (now or datetime.now(UTC))).total_seconds(), 0.0)
 
 
 def _status_error(provider: str, response: httpx.Response, secret: str | None) -> Exception:
@@ -197,54 +147,6 @@ def _translated(provider: str, secret: str | None) -> Iterator[None]:
 # --- per-provider state -----------------------------------------------------------------------
 
 
-class _Breaker:
-    """Opens after ``failures`` consecutive failures; after ``cooldown_s`` one trial request
-    may pass (half-open): its success closes the breaker, its failure opens it again."""
-
-    def __init__(self, failures: int, cooldown_s: float) -> None:
-        self.failures = failures
-        self.cooldown_s = cooldown_s
-        self.consecutive = 0
-        self.open_until = 0.0
-        self.trial = False
-
-    def check(self, provider: str, now: float) -> None:
-        """:raises CircuitOpen: open, or half-open with its trial in flight."""
-        if self.consecutive >= self.failures and (now < self.open_until or self.trial):
-            wait = max(self.open_until - now, 0.0) or self.cooldown_s
-            raise CircuitOpen(
-                f"{provider}: circuit open after {self.consecutive} consecutive failures",
-                retry_after_s=wait,
-            )
-
-    def enter(self, provider: str, now: float) -> bool:
-        """Let an attempt through (True when it is the half-open trial).
-
-        :raises CircuitOpen: open, or half-open with its trial in flight.
-        """
-        self.check(provider, now)
-        if self.consecutive < self.failures:
-            return False
-        self.trial = True
-        return True
-
-    def succeeded(self) -> None:
-        self.consecutive, self.trial = 0, False
-
-    def failed(self, now: float) -> bool:
-        """Count a failure; True when this one opened the breaker."""
-        self.consecutive += 1
-        was_trial, self.trial = self.trial, False
-        if was_trial or self.consecutive == self.failures:
-            self.open_until = now + self.cooldown_s
-            return True
-        return False
-
-    def end_trial(self, trial: bool) -> None:
-        if trial:
-            self.trial = False
-
-
 class _Provider:
     """One configured provider: its client, limiters, breaker and back-off pause."""
 
@@ -254,6 +156,7 @@ class _Provider:
         cfg: ProviderConfig,
         preset: ProviderPreset,
         transport: httpx.AsyncBaseTransport | None,
+        clock: Callable[[], float],
     ) -> None:
         self.name = name
         self.cfg = cfg
@@ -276,7 +179,7 @@ class _Provider:
         tokens_per_s = cfg.tokens_per_minute * RATE_MARGIN / 60
         self.token_chunk = max(tokens_per_s * TOKEN_BURST_S, 1.0)
         self.tokens = AsyncLimiter(self.token_chunk, self.token_chunk / tokens_per_s)
-        self.breaker = _Breaker(cfg.breaker_failures, cfg.breaker_cooldown_s)
+        self.breaker = Breaker(cfg.breaker_failures, cfg.breaker_cooldown_s, clock=clock)
         self.paused_until = 0.0
 
     def pause(self, seconds: float | None) -> None:
@@ -287,19 +190,6 @@ class _Provider:
     def backoff_s(self, retry: int) -> float:
         ceiling = min(self.cfg.retry_max_s, self.cfg.retry_base_s * 2.0**retry)
         return ceiling * random.uniform(0.5, 1.0)
-
-
-@dataclass
-class _Wire:
-    """What happened on the wire during one call (mutable while it runs)."""
-
-    sent: int = 0
-    rate_limited: int = 0
-    latency_ms: float | None = None
-    answered: bool = False  # a 2xx answer arrived
-
-    def attempts(self) -> Attempts:
-        return Attempts(self.sent, self.rate_limited, self.latency_ms)
 
 
 # --- the gateway ------------------------------------------------------------------------------
@@ -331,9 +221,13 @@ class Gateway:
         self.clock = clock
         self.owner = new_owner()
         self.budget = Budget(cfg, store, clock, self.owner)
+        self.outages = OutageWatch(store, outage_park_s=cfg.gateway.outage_park_s)
+        self._recovery = anyio.Event()
         self.state = GatewayState.OPEN
         self._providers = {
-            name: _Provider(name, pcfg, PRESETS.get(pcfg.preset) or plugins[pcfg.preset], transport)
+            name: _Provider(
+                name, pcfg, PRESETS.get(pcfg.preset) or plugins[pcfg.preset], transport, self._now
+            )
             for name, pcfg in cfg.providers.items()
         }
 
@@ -348,7 +242,9 @@ class Gateway:
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> AsyncIterator[Gateway]:
         """Open the providers' clients, release crashed holds, resume parked jobs, and keep
-        doing the latter two every ``budget.resume_interval_s`` while open.
+        doing the latter two every ``budget.resume_interval_s`` while open; and every
+        ``gateway.probe_interval_s`` move the jobs that wait for a failing provider
+        (:class:`hlmem.outage.OutageWatch`).
 
         ``transport`` replaces the network for every provider, for tests a socket cannot
         express; everything else should talk to a real (loopback) server.
@@ -360,8 +256,10 @@ class Gateway:
         try:
             await gw.recover()
             await gw.resume_parked_for_budget()
+            await gw._look()  # a job parked for an outage goes as a probe at once
             async with anyio.create_task_group() as tg:
                 tg.start_soon(gw._housekeeping)
+                tg.start_soon(gw._watch)
                 try:
                     yield gw
                 except BaseException as exc:
@@ -408,13 +306,14 @@ class Gateway:
         path, body = build_chat(p.preset, request)
         worst = Tokens(estimate_chat_tokens(request.messages), request.max_tokens)
 
-        def used(answer: ChatAnswer) -> Tokens:
-            return Tokens(
+        def used(answer: ChatAnswer) -> tuple[Tokens, bool]:
+            tokens = Tokens(
                 worst.prompt if answer.prompt_tokens is None else answer.prompt_tokens,
                 estimate_tokens(answer.text)
                 if answer.completion_tokens is None
                 else answer.completion_tokens,
             )
+            return tokens, answer.prompt_tokens is None or answer.completion_tokens is None
 
         call = CallInfo(stage, provider, request.model, "chat", namespace, job_id)
         return await self._call(call, p, path, body, worst, parse_chat, used)
@@ -441,7 +340,7 @@ class Gateway:
             body,
             worst,
             lambda raw: parse_embed(raw, expected=len(request.inputs)),
-            lambda answer: Tokens(answer.prompt_tokens or worst.prompt),
+            lambda answer: prompt_usage(answer.prompt_tokens, worst),
         )
 
     async def rerank(
@@ -467,7 +366,7 @@ class Gateway:
             body,
             worst,
             lambda raw: parse_rerank(raw, documents=len(request.documents)),
-            lambda answer: Tokens(answer.prompt_tokens or worst.prompt),
+            lambda answer: prompt_usage(answer.prompt_tokens, worst),
         )
 
     async def recover(self) -> int:
@@ -503,39 +402,82 @@ class Gateway:
         body: dict[str, object],
         worst: Tokens,
         parse: Callable[[bytes], A],
-        used: Callable[[A], Tokens],
+        used: Callable[[A], tuple[Tokens, bool]],
     ) -> A:
-        """Reserve, run, then settle (or release) and write the ledger row."""
+        """Reserve, run, then settle (or release) and write the ledger row.
+
+        Provider trouble (5xx, timeouts, 429s, an open breaker) becomes ``ProviderOutage``
+        once ``p`` has been failing for ``gateway.outage_park_s``."""
         try:
-            p.breaker.check(p.name, time.monotonic())
+            p.breaker.check(p.name, self._now())
         except CircuitOpen as exc:
-            await self.budget.refuse(call, type(exc).__name__)
-            raise
+            refusal = self._outage(p, exc)
+            await self.budget.refuse(call, type(refusal).__name__)
+            raise refusal from (None if refusal is exc else exc)
         reservation = await self.budget.reserve(call, worst)
-        wire = _Wire()
+        wire = Wire()
         try:
             raw = await self._retrying(p, path, body, worst.total, wire)
             answer = parse(raw)
         except BaseException as exc:
-            charged = wire.answered and isinstance(exc, BadProviderOutput)
             with anyio.CancelScope(shield=True):
-                await self.budget.fail(
-                    reservation, type(exc).__name__, wire.attempts(), charged=charged
-                )
+                await self._fail(reservation, exc, wire, worst)
             self._log(call, "error", wire, type(exc).__name__)
+            if isinstance(exc, ProviderUnavailable | ProviderTimeout | RateLimited):
+                p.breaker.troubled(self._now())
+                outage = self._outage(p, exc)
+                if outage is not exc:
+                    raise outage from exc
             raise
+        tokens, estimated = used(answer)
         with anyio.CancelScope(shield=True):
-            await self.budget.settle(reservation, used(answer), wire.attempts())
+            await self.budget.settle(
+                reservation, wire.plus(tokens), wire.attempts(), estimated=estimated
+            )
         self._log(call, "ok", wire, None)
         return answer
 
+    async def _fail(
+        self, reservation: Reservation, exc: BaseException, wire: Wire, worst: Tokens
+    ) -> None:
+        """End a failed call: an answer that arrived but does not parse is charged (what it
+        reports, else an estimate), as is usage an error answer reported; else released."""
+        charged = wire.charged(worst) if isinstance(exc, BadProviderOutput) else None
+        if charged is None and wire.billed.total:
+            charged = (wire.billed, False)
+        await self.budget.fail(
+            reservation,
+            type(exc).__name__,
+            wire.attempts(),
+            charged=None if charged is None else charged[0],
+            estimated=charged is not None and charged[1],
+        )
+
+    def _outage(self, p: _Provider, exc: Exception) -> Exception:
+        """``exc``, or a ``ProviderOutage`` when ``p`` has failed for ``outage_park_s`` (or
+        will have, by the time ``exc`` asks the job to come back)."""
+        down = p.breaker.down_for(self._now())
+        limit = self.cfg.gateway.outage_park_s
+        # A refusal asking to wait past the limit parks now rather than wait in todo.
+        if down + (getattr(exc, "retry_after_s", None) or 0.0) < limit:
+            return exc
+        return ProviderOutage(
+            f"{p.name}: failing for {down:.0f} s (gateway.outage_park_s = {limit:g}): {exc}",
+            provider=p.name,
+            down_s=down,
+        )
+
+    def _now(self) -> float:
+        """The breaker's and outage clock's time: the injected clock's."""
+        return self.clock.now().timestamp()
+
     async def _retrying(
-        self, p: _Provider, path: str, body: dict[str, object], tokens: int, wire: _Wire
+        self, p: _Provider, path: str, body: dict[str, object], tokens: int, wire: Wire
     ) -> bytes:
         """Attempts until one succeeds, a permanent error, or retries run out."""
         retry = 0
         while True:
-            trial = p.breaker.enter(p.name, time.monotonic())
+            trial = p.breaker.enter(p.name, self._now())
             error: RateLimited | ProviderUnavailable | ProviderTimeout
             try:
                 async with self._throttle(p, tokens):
@@ -547,7 +489,7 @@ class Gateway:
                 error = exc
                 delay = exc.retry_after_s if exc.retry_after_s is not None else p.backoff_s(retry)
             except (ProviderUnavailable, ProviderTimeout) as exc:
-                if p.breaker.failed(time.monotonic()):
+                if p.breaker.failed(self._now()):
                     log.warning(
                         "circuit opened for %s",
                         p.name,
@@ -559,7 +501,12 @@ class Gateway:
                 p.breaker.end_trial(trial)
                 raise
             else:
+                # Back from an open breaker, or the first answer this process has seen: the jobs
+                # waiting for the provider go at once, not at the watcher's next look.
+                back = p.breaker.consecutive >= p.breaker.failures or not p.breaker.seen_up
                 p.breaker.succeeded()
+                if back:
+                    self._recovery.set()
                 return raw
             if retry >= p.cfg.max_retries or delay > p.cfg.retry_max_s:
                 raise error
@@ -592,7 +539,7 @@ class Gateway:
             yield
 
     async def _send_once(
-        self, p: _Provider, path: str, body: dict[str, object], wire: _Wire
+        self, p: _Provider, path: str, body: dict[str, object], wire: Wire
     ) -> bytes:
         """One request; a non-2xx status or transport failure raises a ``ProviderError``."""
         wire.sent += 1
@@ -600,10 +547,12 @@ class Gateway:
         try:
             with _translated(p.name, p.secret):
                 response = await p.client.post(path, json=body)
+                if response.is_error:
+                    wire.bill(response.content)
                 response.raise_for_status()
         finally:
             wire.latency_ms = (time.perf_counter() - started) * 1000
-        wire.answered = True
+        wire.answered, wire.body = True, response.content
         return response.content
 
     # --- housekeeping and logs ----------------------------------------------------------------
@@ -614,6 +563,8 @@ class Gateway:
             try:
                 await self.budget.recover()
                 await self.budget.resume_parked()
+                # Jobs another process parked for an outage of a provider that answers here.
+                await self.outages.catch_up((p.name, p.breaker) for p in self._providers.values())
             except ClosedError:
                 return
             except HlmemError as exc:
@@ -621,7 +572,25 @@ class Gateway:
                     "budget housekeeping failed: %s", exc, extra={"action": "housekeeping_failed"}
                 )
 
-    def _log(self, call: CallInfo, outcome: str, wire: _Wire, error_class: str | None) -> None:
+    async def _watch(self) -> None:
+        """Every ``gateway.probe_interval_s``, or at once when a provider answers again after
+        trouble: park, probe or resume the jobs waiting for each provider."""
+        while True:
+            with anyio.move_on_after(self.cfg.gateway.probe_interval_s):
+                await self._recovery.wait()
+            self._recovery = anyio.Event()
+            try:
+                await self._look()
+            except ClosedError:
+                return
+            except HlmemError as exc:
+                log.warning("outage watch failed: %s", exc, extra={"action": "outage_watch_failed"})
+
+    async def _look(self) -> None:
+        for p in self._providers.values():
+            await self.outages.watch(p.name, p.breaker, self._now())
+
+    def _log(self, call: CallInfo, outcome: str, wire: Wire, error_class: str | None) -> None:
         log.debug(
             "provider call %s",
             outcome,

@@ -352,6 +352,11 @@ class Memory:
         After :meth:`flush`, idle also means that no window the flush covers is open: the
         windower closes a late event's window in the transaction that completes its job.
 
+        A job that waits for a failing provider (its call refused by the breaker or a 429) is
+        waiting, so a drain rides out a short outage; once the provider has failed for
+        ``gateway.outage_park_s`` its jobs are parked, and the drain returns without them
+        (``hlmem.ops.unfinished_work`` counts what was parked or failed).
+
         :raises TimeoutError: not idle within ``timeout_s``.
         """
         with anyio.fail_after(timeout_s):

@@ -3,9 +3,14 @@
 Reads only: the ledger (``provider_calls``), the job table, event and claim counts, and the
 budget's running sums. Calls are summarised per (stage, provider, model) and in total: calls,
 outcomes, tokens, cost, latency p50/p95 (of the last request of each call), failure rate,
-retries and 429s. Job-queue health is per stage: jobs by status and the age of the oldest
-unfinished one. Cost per event and per claim divide the window's cost by the events recorded
-and claims learnt in the same window. No API key is ever in any of these tables.
+retries and 429s, and how much of the tokens and cost is the provider's own count (its
+``usage``) and how much hlmem's estimate where the provider reported none. Job-queue health is
+per stage: jobs by status, parked ones by reason (budget, provider outage), and the age of the
+oldest unfinished one; jobs parked for a provider outage are also listed by provider. Cost per
+event and per claim divide the window's cost by the events recorded and claims learnt in the
+same window. :func:`unfinished_work` counts the jobs that failed since a time and those parked
+now (what ``ingest --drain`` and ``worker --drain`` report). No API key is ever in any of these
+tables.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import json
 import math
 import re
 from collections import defaultdict
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -65,6 +70,12 @@ class CallSummary(_Model):
     retries: int
     rate_limited: int  # 429 answers received
     error_classes: dict[str, int]
+    # Of the tokens and cost above, what hlmem estimated because the provider reported no usage
+    # (the rest is the provider's own count).
+    estimated_calls: int = 0
+    estimated_prompt_tokens: int = 0
+    estimated_completion_tokens: int = 0
+    estimated_cost: float = 0.0
 
 
 class QueueHealth(_Model):
@@ -77,6 +88,35 @@ class QueueHealth(_Model):
     failed: int
     done: int
     oldest_unfinished_age_s: float | None
+    parked_budget: int = 0  # parked by BudgetExceeded
+    parked_outage: int = 0  # parked by ProviderOutage
+
+
+class OutageLine(_Model):
+    """Jobs parked because a provider has been failing (``*``: jobs of no known provider)."""
+
+    provider: str
+    parked: int
+    since: datetime
+
+
+class WorkSummary(_Model):
+    """Jobs that failed since a time, and jobs parked now (by reason)."""
+
+    failed: int
+    parked: int
+    parked_budget: int
+    parked_outage: int
+
+    @property
+    def finished(self) -> bool:
+        return self.failed == 0 and self.parked == 0
+
+    def line(self) -> str:
+        return (
+            f"failed {self.failed}, parked {self.parked} "
+            f"(budget {self.parked_budget}, outage {self.parked_outage})"
+        )
 
 
 class BudgetLine(_Model):
@@ -97,6 +137,7 @@ class OpsReport(_Model):
     cost_per_event: float | None
     cost_per_claim: float | None
     budget: list[BudgetLine]
+    outages: list[OutageLine] = []
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -112,6 +153,7 @@ def _summary(stage: str, provider: str, model: str, rows: list[Any]) -> CallSumm
     ok, errors = outcomes.count("ok"), outcomes.count("error")
     latencies = [r["latency_ms"] for r in rows if r["latency_ms"] is not None]
     classes: dict[str, int] = defaultdict(int)
+    guessed = [r for r in rows if r["usage_estimated"]]
     for r in rows:
         if r["error_class"]:
             classes[r["error_class"]] += 1
@@ -132,6 +174,10 @@ def _summary(stage: str, provider: str, model: str, rows: list[Any]) -> CallSumm
         retries=sum(r["retries"] for r in rows),
         rate_limited=sum(r["rate_limited"] for r in rows),
         error_classes=dict(sorted(classes.items())),
+        estimated_calls=len(guessed),
+        estimated_prompt_tokens=sum(r["prompt_tokens"] for r in guessed),
+        estimated_completion_tokens=sum(r["completion_tokens"] for r in guessed),
+        estimated_cost=sum(r["cost"] for r in guessed),
     )
 
 
@@ -142,6 +188,8 @@ async def _queue(store: Store) -> list[QueueHealth]:
         counts[kind][status] += n
         if status != JobStatus.DONE:
             oldest[kind] = min(oldest.get(kind, math.inf), first)
+    for kind, reason, n in await store.fetchall("parked_job_reasons"):
+        counts[kind][f"parked_{reason}"] += n
     now = wall()
     return [
         QueueHealth(
@@ -152,6 +200,8 @@ async def _queue(store: Store) -> list[QueueHealth]:
             failed=c["failed"],
             done=c["done"],
             oldest_unfinished_age_s=round(now - oldest[kind], 3) if kind in oldest else None,
+            parked_budget=c["parked_budget"],
+            parked_outage=c["parked_outage"],
         )
         for kind, c in sorted(counts.items())
     ]
@@ -201,6 +251,38 @@ async def ops_report(
         cost_per_event=total.cost / events if events else None,
         cost_per_claim=total.cost / claims if claims else None,
         budget=await _budget_lines(cfg, store, now),
+        outages=[
+            OutageLine(provider=provider or ALL, parked=n, since=datetime.fromtimestamp(first, UTC))
+            for provider, n, first in await store.fetchall("outage_parked_by_provider")
+        ],
+    )
+
+
+async def unfinished_work(store: Store, *, since: float) -> WorkSummary:
+    """Work a drain left unfinished: the jobs that failed since ``since`` (wall-clock seconds,
+    as the job table keeps them; older dead letters were reported when they failed) and every
+    job parked now, whenever it was parked (by reason)."""
+    counts: dict[tuple[str, str], int] = defaultdict(int)
+    for status, reason, n in await store.fetchall("ended_jobs_since", (since,)):
+        counts[(status, reason)] += n
+    parked = {reason: n for (status, reason), n in counts.items() if status == JobStatus.PARKED}
+    return WorkSummary(
+        failed=sum(n for (status, _), n in counts.items() if status == JobStatus.FAILED),
+        parked=sum(parked.values()),
+        parked_budget=parked.get("budget", 0),
+        parked_outage=parked.get("outage", 0),
+    )
+
+
+def _usage_line(s: CallSummary, cur: str) -> str:
+    """Tokens and cost as the provider counted them, and what hlmem estimated."""
+    reported_in = s.prompt_tokens - s.estimated_prompt_tokens
+    reported_out = s.completion_tokens - s.estimated_completion_tokens
+    return (
+        f"usage reported by the provider: {reported_in}/{reported_out} tokens, "
+        f"{s.cost - s.estimated_cost:.6f} {cur}; estimated (no usage reported, "
+        f"{s.estimated_calls} calls): {s.estimated_prompt_tokens}/"
+        f"{s.estimated_completion_tokens} tokens, {s.estimated_cost:.6f} {cur}"
     )
 
 
@@ -228,6 +310,7 @@ def render(report: OpsReport) -> str:
     if report.total.error_classes:
         classes = ", ".join(f"{k} {v}" for k, v in report.total.error_classes.items())
         lines.append(f"errors and refusals: {classes}")
+    lines.append(_usage_line(report.total, cur))
     per_event = "-" if report.cost_per_event is None else f"{report.cost_per_event:.6f}"
     per_claim = "-" if report.cost_per_claim is None else f"{report.cost_per_claim:.6f}"
     lines += [
@@ -240,12 +323,18 @@ def render(report: OpsReport) -> str:
     ]
     for q in report.queue:
         age = "-" if q.oldest_unfinished_age_s is None else f"{q.oldest_unfinished_age_s:.0f} s"
+        why = f"  (budget {q.parked_budget}, outage {q.parked_outage})" if q.parked else ""
         lines.append(
             f"{q.stage[:12]:<12} {q.todo:>7} {q.doing:>7} {q.parked:>7} {q.failed:>7} "
-            f"{q.done:>9} {age:>18}"
+            f"{q.done:>9} {age:>18}{why}"
         )
     if not report.queue:
         lines.append("(no jobs)")
+    for o in report.outages:
+        lines.append(
+            f"parked for a provider outage: {o.parked} jobs ({o.provider}), "
+            f"since {iso(o.since)[:19]} UTC; they resume when a probe call succeeds"
+        )
     lines += ["", "budget"]
     for b in report.budget:
         limit = "no limit" if b.limit is None else f"{b.limit:.6f} {cur}"

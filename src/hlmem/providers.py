@@ -1,6 +1,7 @@
 """Per-provider wire formats for OpenAI-compatible APIs: build a request, parse an answer.
 
-This module is pure: no I/O, no httpx, no clock. ``gateway.py`` sends what ``build_*`` returns
+This module is pure apart from :func:`load_plugin_presets` (which imports the allowlisted
+plugin presets): no I/O, no httpx, no clock. ``gateway.py`` sends what ``build_*`` returns
 (a path relative to the preset's base URL, or an absolute URL, and a JSON body) and hands the
 raw answer bytes to ``parse_*``. Anything that does not parse, or parses into the wrong shape,
 raises :class:`~hlmem.errors.BadProviderOutput` carrying the raw text; a broken answer never
@@ -17,9 +18,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import email.utils
 import json
+import logging
 import math
 import re
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from importlib.metadata import entry_points
 from typing import Any, Literal
 
 import numpy as np
@@ -27,6 +33,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hlmem.errors import BadProviderOutput, ConfigError
 
+log = logging.getLogger(__name__)
+
+#: entry-point group of third-party provider plugins (each a ``ProviderPreset``)
+PLUGIN_GROUP = "hlmem.providers"
 CHAT_PATH = "/chat/completions"
 EMBED_PATH = "/embeddings"
 DEFAULT_SIM_PORT = 8089
@@ -274,6 +284,27 @@ def _count(usage: Any, key: str, raw: bytes | str) -> int | None:
     return value
 
 
+def reported_usage(raw: bytes | str) -> tuple[int, int] | None:
+    """(prompt, completion) tokens of a body's ``usage``, whatever else the body holds (an
+    answer of the wrong shape, an error); ``None`` when it is not JSON or reports no usage."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    usage = data.get("usage") if isinstance(data, dict) else None
+    if not isinstance(usage, dict):
+        return None
+    counts = []
+    for key in ("prompt_tokens", "completion_tokens"):
+        value = usage.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            return None
+        counts.append(value)
+    if "prompt_tokens" not in usage and "completion_tokens" not in usage:
+        return None
+    return counts[0], counts[1]
+
+
 def parse_chat(raw: bytes | str) -> ChatAnswer:
     """The first choice of a chat completion answer.
 
@@ -379,3 +410,57 @@ def parse_rerank(raw: bytes | str, *, documents: int | None = None) -> RerankAns
     parsed.sort(key=lambda r: (-r.score, r.index))
     tokens = _count(usage, "prompt_tokens", raw) or _count(usage, "total_tokens", raw)
     return RerankAnswer(results=tuple(parsed), prompt_tokens=tokens)
+
+
+# --- headers and plugins ----------------------------------------------------------------------
+
+
+def retry_after_s(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
+    """Seconds a provider asked us to wait: ``retry-after-ms``, or ``Retry-After`` as seconds
+    or as an HTTP date; ``None`` when absent or unreadable."""
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return max(float(millis) / 1000, 0.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max((when - (now or datetime.now(UTC))).total_seconds(), 0.0)
+
+
+def load_plugin_presets(allowlist: Iterable[str]) -> dict[str, ProviderPreset]:
+    """The presets of the ``hlmem.providers`` entry points named in ``allowlist``.
+
+    An entry point not named is never imported. Each must be a ``ProviderPreset`` (or a callable
+    returning one).
+
+    :raises ConfigError: an allowed plugin fails to import or is not a preset.
+    """
+    allowed = set(allowlist)
+    found: dict[str, ProviderPreset] = {}
+    for ep in entry_points(group=PLUGIN_GROUP):
+        if ep.name not in allowed:
+            continue
+        try:
+            obj = ep.load()
+            if callable(obj) and not isinstance(obj, ProviderPreset):
+                obj = obj()
+        except Exception as exc:
+            raise ConfigError(f"provider plugin {ep.name!r} failed to load: {exc}") from exc
+        if not isinstance(obj, ProviderPreset):
+            raise ConfigError(f"provider plugin {ep.name!r} is not a hlmem ProviderPreset")
+        found[ep.name] = obj
+        log.info("plugin loaded", extra={"action": "plugin_loaded", "plugin": ep.name})
+    return found

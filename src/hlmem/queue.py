@@ -1,9 +1,10 @@
 """The durable job queue on top of the store.
 
 The job table is the truth; the in-memory queues in ``stages/base.py`` only carry claimed work.
-A job moves todo -> doing (claimed with a lease and an owner) -> done | todo (retry) | failed |
-parked. Completing a job happens inside the caller's transaction together with the job's
-outputs and the next jobs, so a crash leaves all of it or none of it.
+A job moves todo -> doing (claimed with a lease and an owner) -> done | todo (retry, or deferred:
+a refused call gives its attempt back) | failed | parked. Completing a job happens inside the
+caller's transaction together with the job's outputs and the next jobs, so a crash leaves all
+of it or none of it.
 
 Owners are ``host:pid:token``. At start (and periodically) ``recover`` hands back the jobs of
 owners that cannot be running any more: an expired lease, or an owner on this host whose process
@@ -230,14 +231,40 @@ class JobQueue:
             extra={"action": "job_retry", "job_id": job.id, "kind": job.kind, "error": error[:200]},
         )
 
-    async def end(
-        self, job: Job, status: JobStatus, error: str, detail: str | None = None
+    async def defer(
+        self, job: Job, error: str, run_after: float, detail: str | None = None
     ) -> None:
-        """Fail or park a job, keeping its reason (and ``detail``, e.g. a model's raw answer)."""
+        """Back to todo until ``run_after`` without using an attempt: the provider (or its
+        breaker) refused the call, which says nothing about the job."""
         async with self.store.transaction() as tx:
             await tx.execute(
-                "end_job", (status, error[:4000], detail, wall(), job.id, self.owner)
+                "defer_job", (run_after, error[:4000], detail, wall(), job.id, self.owner)
             )
+        log.info(
+            "job deferred",
+            extra={
+                "action": "job_deferred",
+                "job_id": job.id,
+                "kind": job.kind,
+                "error": error[:200],
+            },
+        )
+
+    async def park_unattempted(self, job: Job, error: str, detail: str | None = None) -> None:
+        """Park a job whose call was refused before it could try (a provider down for long):
+        the refused attempt does not count."""
+        async with self.store.transaction() as tx:
+            await tx.execute(
+                "park_job_unattempted", (error[:4000], detail, wall(), job.id, self.owner)
+            )
+        log.warning(
+            "job parked", extra={"action": "job_parked", "job_id": job.id, "kind": job.kind}
+        )
+
+    async def end(self, job: Job, status: JobStatus, error: str, detail: str | None = None) -> None:
+        """Fail or park a job, keeping its reason (and ``detail``, e.g. a model's raw answer)."""
+        async with self.store.transaction() as tx:
+            await tx.execute("end_job", (status, error[:4000], detail, wall(), job.id, self.owner))
         log.warning(
             "job %s",
             status,

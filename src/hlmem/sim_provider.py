@@ -17,8 +17,10 @@ request: authorisation, body validation, rate limit (rejected requests do not us
 then latency, then error or garbage injection, then the answer.
 
 ``GET /stats`` reports what it saw (:class:`~hlmem.sim_state.SimStats`); ``POST /stats/reset``
-zeroes it. An API key is checked only when ``require_key`` is set, and it is never logged or
-reported.
+zeroes it. ``POST /control`` with a JSON object of settings changes them while it serves (e.g.
+``{"error_rate": 0}`` ends an outage; :meth:`SimProvider.update` does the same in process), and
+``errors_for_s`` ends injected errors by itself after that many seconds. An API key is checked
+only when ``require_key`` is set, and it is never logged or reported.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
+
+from pydantic import ValidationError
 
 from hlmem.sim_answer import ROUTES, bad_json_answer, garbage_body
 from hlmem.sim_state import (
@@ -127,6 +131,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.state.reset()
             self._send(200, self.server.state.snapshot().model_dump_json().encode())
             return
+        if path == "/control":
+            self._control(body)
+            return
         state = self.server.state
         state.arrive(path)
         reply: Reply | None = error_reply(
@@ -144,6 +151,19 @@ class _Handler(BaseHTTPRequestHandler):
             state.leave(499 if reply is None else reply.status)
         if reply is not None:
             self._send(reply.status, reply.body, reply.headers)
+
+    def _control(self, raw: bytes) -> None:
+        """Change settings while serving; 400 for a body that is not valid settings."""
+        try:
+            changes = json.loads(raw)
+            if not isinstance(changes, dict):
+                raise ValueError("the body is not a JSON object")
+            settings = self.server.state.update(changes)
+        except (ValueError, ValidationError) as exc:
+            message = str(exc).splitlines()[0]
+            self._send_json(400, {"error": {"message": message, "type": "invalid_settings"}})
+            return
+        self._send(200, settings.model_dump_json(exclude={"require_key"}).encode())
 
     def _read_body(self) -> bytes | None:
         length = self.headers.get("Content-Length")
@@ -206,11 +226,22 @@ class SimProvider:
     def __init__(
         self, host: str = "127.0.0.1", port: int = 0, settings: SimSettings | None = None
     ) -> None:
-        self.settings = settings or SimSettings()
-        self._state = SimState(self.settings)
+        self._state = SimState(settings or SimSettings())
         self._address = (host, port)
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+
+    @property
+    def settings(self) -> SimSettings:
+        """The settings in force now."""
+        return self._state.settings
+
+    def update(self, **changes: Any) -> SimSettings:
+        """Change settings while serving (as ``POST /control`` does); the new settings.
+
+        :raises pydantic.ValidationError: an unknown setting or an invalid value.
+        """
+        return self._state.update(changes)
 
     @property
     def port(self) -> int:

@@ -42,6 +42,10 @@ class SimSettings(BaseModel):
     window_s: float = Field(60.0, gt=0, description="the sliding window of rpm and tpm")
     error_rate: float = Field(0.0, ge=0, le=1)
     error_status: Literal[429, 500, 503] = 500
+    #: errors are injected only during this many seconds after the start (or after the last
+    #: :meth:`~hlmem.sim_provider.SimProvider.update`), then the provider is healthy: an outage
+    #: with an end; None: for as long as it runs
+    errors_for_s: float | None = Field(None, ge=0)
     retry_after_s: float | None = Field(None, ge=0)
     garbage_rate: float = Field(0.0, ge=0, le=1)
     #: fraction of chat answers that are well-formed HTTP answers (with usage) whose message
@@ -143,6 +147,8 @@ class SimState:
 
     def __init__(self, settings: SimSettings) -> None:
         self.settings = settings
+        #: when the current settings took effect (``errors_for_s`` counts from here)
+        self.since = time.monotonic()
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.rng = random.Random(settings.seed)
@@ -182,6 +188,18 @@ class SimState:
             self.counters.ok[path] += 1
             self.counters.prompt_tokens += answer.prompt_tokens
             self.counters.completion_tokens += answer.completion_tokens
+
+    def update(self, changes: dict[str, Any]) -> SimSettings:
+        """Replace settings while serving (an outage that starts or ends, a new error rate);
+        the seeded draws go on where they were.
+
+        :raises pydantic.ValidationError: an unknown setting or an invalid value.
+        """
+        settings = SimSettings.model_validate({**self.settings.model_dump(), **changes})
+        with self.lock:
+            self.settings = settings
+            self.since = time.monotonic()
+        return settings
 
     def reset(self) -> None:
         with self.lock:
@@ -268,9 +286,10 @@ class SimState:
             u_error, u_garbage, u_jitter = self.rng.random(), self.rng.random(), self.rng.random()
             kind = self.rng.randrange(3)
             bad_json = s.bad_json_rate > 0 and self.rng.random() < s.bad_json_rate
+            erring = s.errors_for_s is None or time.monotonic() - self.since < s.errors_for_s
         latency_ms = max(0.0, s.latency_ms + (2 * u_jitter - 1) * s.jitter_ms)
         garbage = kind if u_garbage < s.garbage_rate else None
-        return u_error < s.error_rate, garbage, latency_ms / 1000, bad_json
+        return erring and u_error < s.error_rate, garbage, latency_ms / 1000, bad_json
 
     def embedder(self, dim: int) -> LocalEmbedder:
         with self.lock:

@@ -255,8 +255,8 @@ FROM budget_reservations WHERE status = 'held';
 -- name: insert_provider_call
 INSERT INTO provider_calls (stage, provider, model, call_kind, namespace, job_id, prompt_tokens,
                             completion_tokens, cost, currency, latency_ms, outcome, error_class,
-                            retries, rate_limited, reserved, created_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                            retries, rate_limited, reserved, created_at, usage_estimated)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 RETURNING id;
 
 -- name: budget_parked_jobs
@@ -281,7 +281,7 @@ WHERE id = ? AND status = 'parked';
 
 -- name: ledger_since
 SELECT stage, provider, model, outcome, error_class, prompt_tokens, completion_tokens, cost,
-       currency, latency_ms, retries, rate_limited
+       currency, latency_ms, retries, rate_limited, usage_estimated
 FROM provider_calls WHERE created_at >= ?;
 
 -- name: count_events_since

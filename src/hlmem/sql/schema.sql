@@ -275,7 +275,7 @@ CREATE TABLE provider_calls (
     error_class        TEXT,
     retries            INTEGER NOT NULL DEFAULT 0,
     created_at         TEXT NOT NULL
-, reserved REAL NOT NULL DEFAULT 0, rate_limited INTEGER NOT NULL DEFAULT 0);
+, reserved REAL NOT NULL DEFAULT 0, rate_limited INTEGER NOT NULL DEFAULT 0, usage_estimated INTEGER NOT NULL DEFAULT 0);
 
 CREATE TABLE recall_docs (
     id         INTEGER PRIMARY KEY,  -- the rowid in recall_fts

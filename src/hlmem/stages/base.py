@@ -9,6 +9,8 @@ Runner shape: a feeder claims batches from the job table into a bounded ``asynci
 while it has room, and only while the downstream backlog is under its high-water mark), and N
 workers take batches from it. A failing batch is split so that one poisoned job cannot hold
 back the others; a failing job is retried with backoff, then failed (or parked) with its reason.
+A call the provider refused (``Deferred``: an open breaker, a 429) is not one of the job's
+attempts: the job waits the time asked for and runs again (see :meth:`StageRunner._failed`).
 Stopping: the feeder stops claiming and posts one sentinel per worker; workers finish what is
 queued. If the pipeline cancels us after its grace period, every job we still hold is handed
 back under a shielded scope, so a stop never loses work.
@@ -28,7 +30,16 @@ from anyio.abc import TaskStatus
 
 from hlmem.clock import Clock, wall
 from hlmem.config import PipelineConfig, StageConfig
-from hlmem.errors import Parkable, Permanent, Retryable, StoreError
+from hlmem.errors import (
+    Deferred,
+    Parkable,
+    Permanent,
+    ProviderOutage,
+    ProviderTimeout,
+    ProviderUnavailable,
+    Retryable,
+    StoreError,
+)
 from hlmem.messages import Job, JobStatus
 from hlmem.queue import JobQueue, JobSpec, retry_decision
 from hlmem.store import Store, SyncTx
@@ -226,19 +237,37 @@ class StageRunner:
                 await self._failed(job, errors[job.id])
 
     async def _failed(self, job: Job, exc: Exception) -> None:
+        """Park, defer, retry or fail ``job`` for ``exc``.
+
+        Provider trouble never fails a job: a refusal (``Deferred``: an open breaker, a 429)
+        waits without using an attempt, a provider down for ``gateway.outage_park_s`` parks
+        it (``ProviderOutage``), and 5xx or timeouts that use up its attempts park it too. Only
+        ``Permanent`` errors and failures of the job's own (an answer that stays unparseable
+        through every attempt) end it as failed."""
         error = f"{type(exc).__name__}: {exc}"
         # What explains the failure beyond its message (a model's raw answer) is kept apart.
         detail = getattr(exc, "raw", None) or None
+        if isinstance(exc, ProviderOutage):
+            await self.queue.park_unattempted(job, error, detail)
+            return
         if isinstance(exc, Parkable):
             await self.queue.end(job, JobStatus.PARKED, error, detail)
+            return
+        if isinstance(exc, Deferred):
+            # At least the stage's base backoff: a 429 with "Retry-After: 0" must not spin.
+            wait = max(exc.wait_s() or 0.0, self.cfg.retry_base_s)
+            await self.queue.defer(job, error, wall() + wait, detail)
             return
         decision = (
             None if isinstance(exc, Permanent) else retry_decision(self.cfg, job.attempts, wall())
         )
-        if decision is None:
-            await self.queue.end(job, JobStatus.FAILED, error, detail)
-        else:
+        if decision is not None:
             await self.queue.retry(job, error, decision.run_after, detail)
+        elif isinstance(exc, ProviderUnavailable | ProviderTimeout):
+            why = f"{job.attempts} attempts ended by provider errors: {error}"
+            await self.queue.end(job, JobStatus.PARKED, f"{ProviderOutage.__name__}: {why}", detail)
+        else:
+            await self.queue.end(job, JobStatus.FAILED, error, detail)
 
     async def _tick_loop(self) -> None:
         interval = self.stage.tick_interval_s or 1.0

@@ -9,8 +9,9 @@ thanks or one-off commands (:func:`hlmem.admission.worth_extracting`). The rest 
 rules extractor (in a worker thread, or for a big batch in the pipeline's CPU helper child,
 :mod:`hlmem.offload`) or, with ``extractor.kind = "model"``, to one structured chat call per
 window through the gateway; an answer that does not parse gets
-``repair_attempts`` repair calls, then the job is dead-lettered with the raw answer kept. One
-window's failure fails only its own job (``job_errors``).
+``repair_attempts`` repair calls; still bad, that was one attempt of the job
+(``ExtractionFailed`` is retryable), which is dead-lettered with the raw answer kept after its
+last attempt. One window's failure fails only its own job (``job_errors``).
 
 ``apply`` writes, for each window not yet extracted, one ``extractions`` row (the proof that the
 window was extracted exactly once), the source decision and full-text row of each of its
