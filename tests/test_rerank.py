@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from helpers import fast_config, rows
-from scripted_provider import PROVIDER, gateway_config
+from scripted_provider import PROVIDER, ScriptedProvider, gateway_config
 
 import hlmem
 from hlmem.config import Config
@@ -136,6 +136,29 @@ async def test_a_failing_reranker_leaves_the_fused_order(tmp_path: Path) -> None
     assert all("rerank" not in i.channels for i in result.items)
     outcomes = {r[0] for r in rows(db, "SELECT outcome FROM provider_calls")}
     assert outcomes == {"error"}
+
+
+@pytest.mark.parametrize(
+    ("lang", "query", "secret"),
+    [
+        ("zh", "我的密码是 Hunter2!xyz，我喜欢喝什么茶", "Hunter2!xyz"),
+        ("en", "my pw is Tr0ub4dor&10 -- tea, coffee, my cat?", "Tr0ub4dor&10"),
+    ],
+)
+async def test_a_secret_in_the_query_is_never_sent_to_the_reranker(
+    tmp_path: Path, lang: str, query: str, secret: str
+) -> None:
+    db = tmp_path / "m.db"
+    await fill(db, lang)
+    answer = {"results": [{"index": 0, "relevance_score": 0.9}], "usage": {"total_tokens": 7}}
+    with ScriptedProvider() as server:
+        server.script(json_body=answer, times=5)
+        result = await recall_with(db, rerank_config(server.base_url), query)
+        bodies = [s.body for s in server.seen]
+    assert result.reranked and len(bodies) == 1
+    sent = bodies[0]["query"]
+    assert secret not in sent and "[REDACTED:password]" in sent
+    assert secret not in repr(bodies)
 
 
 def test_a_reranker_needs_a_model_and_a_configured_provider() -> None:

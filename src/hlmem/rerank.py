@@ -8,6 +8,9 @@ is ``recall``). Those items come back in the reranker's order with its relevance
 and scores. Recall never fails because of the reranker: when the call fails (provider down,
 rate limited past its retries, budget exhausted, a malformed answer) the fused order stands,
 the result says ``reranked=False`` and the failure is logged.
+
+A provider never receives a secret: the items' texts are redacted already, and the query is
+redacted before it is sent (a user may type a password into a recall).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from hlmem.errors import BudgetExceeded, ConfigError, ProviderError
 from hlmem.gateway import Gateway
 from hlmem.messages import RecallItem
 from hlmem.providers import RerankRequest
+from hlmem.redaction import redact
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +44,7 @@ async def rerank(
     if not head:
         return list(items), False
     request = RerankRequest(
-        model=rc.rerank_model, query=query, documents=tuple(i.text for i in head)
+        model=rc.rerank_model, query=redact(query), documents=tuple(i.text for i in head)
     )
     try:
         answer = await gateway.rerank(
