@@ -13,6 +13,7 @@ those cases.
 from __future__ import annotations
 
 import random
+import re
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -100,6 +101,43 @@ def test_the_email_scan_matches_finditer_on_character_soup() -> None:
         text = "".join(rnd.choice("ab1._+-@. c") for _ in range(rnd.randint(0, 40)))
         got = [m.span() for m in atom_spans._emails(text)]
         assert got == [m.span() for m in atom_rules.RE_EMAIL.finditer(text)], text
+
+
+# The pieces that decide paths, versions and identifiers, and texts where an alternative fails
+# at the start of a run and matches further in (the run scan must not skip those).
+ALTERNATIVES = [
+    (
+        atom_rules.RE_PATH,
+        atom_rules.PATH_SCAN,
+        ["a", "-", ".", "/", "//", "~", ":", "\\", "C", " ", "x.py", "b", "@"],
+        ["a//-c/d/e", "a/-/-c/d/e", "~/x-y/z", "-a.b/c.txt", "C:\\x\\y", "../a/b", "a.b-/c"],
+    ),
+    (
+        atom_rules.RE_VERSION,
+        atom_rules.VERSION_SCAN,
+        ["a", "Py", "+", "#", "1.2", " ", "v", "版本", "版", "1", ".", "rc1"],
+        ["ab1+Py 1.2", "Py3+Node 1.2", "c++ 3.11", "x+#Py 1.2", "版本 1.2", "1.2版", "v1.2.3rc1"],
+    ),
+    (
+        atom_rules.RE_IDENT,
+        atom_rules.IDENT_SCAN,
+        ["a", "db", "-", "--", ":", "80", ".", "2", "_", "A", " ", "()", "f00d"],
+        ["a:b:80", "a--b-2", "a-b--c-3", "x.y:8080", "--dry-run", "gpt-4o", "a_b.c()"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("whole", "alternatives", "pieces", "tricky"), ALTERNATIVES)
+def test_the_run_scan_matches_finditer(
+    whole: re.Pattern[str], alternatives: atom_rules.RunScan, pieces: list[str], tricky: list[str]
+) -> None:
+    """Paths, versions and identifiers: the same matches (spans and groups) as the pattern's
+    own finditer, on the tricky texts and on 4,000 texts made of the pieces that decide them."""
+    rnd = random.Random(whole.pattern)
+    texts = tricky + ["".join(rnd.choices(pieces, k=rnd.randint(0, 16))) for _ in range(4000)]
+    for text in texts:
+        got = [(m.span(), m.groupdict()) for m in atom_spans.scan(alternatives, text)]
+        assert got == [(m.span(), m.groupdict()) for m in whole.finditer(text)], text
 
 
 def test_the_span_index_answers_as_the_scan_of_every_span() -> None:

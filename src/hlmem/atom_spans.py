@@ -8,6 +8,12 @@ canonical form, so that one fact written two ways gives one atom: 三杯 and 3�
 下午三点 and 3pm are "15:00", 两千元 is "¥2000", "March 3" is "?-03-03". Chinese numerals
 are read by :func:`zh_number`.
 
+The scan takes time linear in the text, however long (a recall query may have thousands of
+characters): a match is checked against the spans before it by bisection (:class:`SpanIndex`),
+and the patterns whose ``finditer`` would read a long word again from each of its characters
+(emails, paths, versions, identifiers) are scanned by :func:`scan` and :func:`_emails`, which
+find exactly the same matches.
+
 The patterns and word lists are :mod:`hlmem.atom_rules`; :mod:`hlmem.atoms` combines the
 spans with the words, negation cues and names of :mod:`hlmem.atom_words`. Pure functions of
 strings: no state, no I/O, no jieba.
@@ -20,6 +26,7 @@ import string
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal, InvalidOperation
+from functools import partial
 from itertools import accumulate
 from typing import NamedTuple
 
@@ -154,6 +161,55 @@ def _emails(text: str) -> Iterator[re.Match[str]]:
         else:
             yield m
             pos = m.end()
+
+
+def scan(alternatives: atom_rules.RunScan, text: str) -> Iterator[re.Match[str]]:
+    """The matches of the whole pattern of ``alternatives``, exactly as its ``finditer`` finds
+    them, in time linear in the text.
+
+    ``finditer`` tries the whole pattern at every character, and an alternative that reads a
+    run of characters from each start (``a-b-c-...`` looking for a "-2", a word looking for
+    its "/") reads the rest of a long run at each of its characters: quadratic. Here each
+    alternative searches on its own, and one with a run skips the run after failing at its
+    first start (:class:`~hlmem.atom_rules.RunScan`). The leftmost of the alternatives' next
+    matches is the whole pattern's, the first alternative winning a tie, as in the pattern
+    itself; a match found beyond the current position stays valid (it does not depend on
+    where the search began) until the scan passes its start. None of the patterns matches an
+    empty string.
+    """
+    pending: list[re.Match[str] | None] = [None] * len(alternatives.only)
+    live = list(range(len(alternatives.only)))
+    pos = 0
+    while live:
+        best: re.Match[str] | None = None
+        for i in list(live):
+            m = pending[i]
+            if m is None or m.start() < pos:
+                m = pending[i] = _search(alternatives, i, text, pos)
+                if m is None:
+                    live.remove(i)
+                    continue
+            if best is None or m.start() < best.start():
+                best = m
+        if best is None:
+            return
+        yield best
+        pos = best.end()
+
+
+def _search(alternatives: atom_rules.RunScan, i: int, text: str, pos: int) -> re.Match[str] | None:
+    """Alternative ``i``'s leftmost match starting at ``pos`` or later."""
+    only = alternatives.only[i]
+    if i not in alternatives.runs:
+        return only.search(text, pos)
+    starts, run = alternatives.runs[i]
+    while (candidate := starts.search(text, pos)) is not None:
+        at = candidate.start()
+        if (m := only.match(text, at)) is not None:
+            return m
+        stretch = run.match(text, at)
+        pos = stretch.end() if stretch is not None and stretch.end() > at else at + 1
+    return None
 
 
 def _canon_url(m: re.Match[str]) -> str:
@@ -322,7 +378,7 @@ def find_spans(text: str) -> tuple[list[Span], str]:
         "dates",
         lambda m: "/".join(str(int(g)) for g in m.groups()),
     )
-    _scan(atom_rules.RE_PATH.finditer, text, spans, "paths", _canon_path)
+    _scan(partial(scan, atom_rules.PATH_SCAN), text, spans, "paths", _canon_path)
     _scan(atom_rules.RE_IP.finditer, text, spans, "identifiers", lambda m: m.group(0))
     _scan(atom_rules.RE_DATE_ZH.finditer, text, spans, "dates", _canon_date_zh)
     _scan(atom_rules.RE_DATE_EN.finditer, text, spans, "dates", _canon_date_en)
@@ -330,13 +386,13 @@ def find_spans(text: str) -> tuple[list[Span], str]:
     _scan(atom_rules.RE_TIME.finditer, text, spans, "times", _canon_time)
     _scan(atom_rules.RE_RELATIVE.finditer, text, spans, "dates", _canon_relative)
     _scan(atom_rules.RE_POD.finditer, text, spans, "times", _canon_pod)
-    _scan(atom_rules.RE_VERSION.finditer, text, spans, "versions", _canon_version)
+    _scan(partial(scan, atom_rules.VERSION_SCAN), text, spans, "versions", _canon_version)
     _scan(atom_rules.RE_NUMBER.finditer, text, spans, "numbers", _canon_number)
     hiding = SpanIndex(spans)
     chars = list(text)
     for s in spans:
         chars[s.start : s.end] = " " * (s.end - s.start)
-    for m in atom_rules.RE_IDENT.finditer(text):
+    for m in scan(atom_rules.IDENT_SCAN, text):
         if not hiding.overlaps(m.start(), m.end()):
             spans.append(Span(m.start(), m.end(), "identifiers", m.group(0).casefold()))
     for m in atom_rules.RE_QUOTE.finditer(text):
