@@ -138,7 +138,7 @@ BAD: list[tuple[str, tuple[Any, ...], dict[str, Any], str]] = [
     ("correct", ("clm_1", None), {}, "text"),
     ("explain", (None,), {}, "claim_id"),
     ("export", (None,), {}, "path"),
-    ("export", ("out.jsonl",), {"vectors": "no"}, "vectors"),
+    ("export", (Path("no-such-dir") / "out.jsonl",), {"vectors": "no"}, "vectors"),
     ("import_file", (5,), {}, "path"),
     ("backup", ("",), {}, "path"),
     ("list_jobs", (), {"status": "stuck"}, "status"),
