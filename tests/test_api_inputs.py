@@ -252,15 +252,19 @@ def test_a_query_over_the_limit_is_one_line_and_exit_1_on_the_command_line(
 ) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HLMEM_")}
     env |= {"HLMEM_RECALL__MAX_QUERY_CHARS": "100", "PYTHONIOENCODING": "utf-8"}
-    db = tmp_path / "m.db"
-    base = [sys.executable, "-m", "hlmem", "--db", str(db)]
-    run = {"cwd": tmp_path, "env": env, "capture_output": True, "encoding": "utf-8"}
-    assert subprocess.run([*base, "init"], **run, timeout=120, check=False).returncode == 0
-    proc = subprocess.run([*base, "recall", "我住在哪里" * 21], **run, timeout=120, check=False)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "hlmem", "--db", str(tmp_path / "m.db"), *args]
+        return subprocess.run(
+            command, cwd=tmp_path, env=env, capture_output=True, encoding="utf-8", timeout=120
+        )
+
+    assert run("init").returncode == 0
+    proc = run("recall", "我住在哪里" * 21)
     assert proc.returncode == 1
     assert proc.stderr.splitlines() == [
         "hlmem: error: recall: query has 105 characters, over the limit of 100 "
         "(recall.max_query_chars)"
     ]
-    fine = subprocess.run([*base, "recall", "我住在哪里" * 20], **run, timeout=120, check=False)
+    fine = run("recall", "我住在哪里" * 20)
     assert fine.returncode == 0, fine.stderr
