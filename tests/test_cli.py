@@ -156,13 +156,17 @@ def test_ingest_valid_file_then_reingest_is_a_no_op(tmp_path: Path) -> None:
     assert rows(db, "SELECT id, kind, status, payload FROM jobs") == jobs_before
 
 
-def test_ingest_identical_lines_are_distinct_events(tmp_path: Path) -> None:
+def test_ingest_identical_lines_are_one_event_and_times_tell_repeats_apart(
+    tmp_path: Path,
+) -> None:
     db = tmp_path / "m.db"
     same = {"session_id": "s", "content": "好的 ok"}
-    events = jsonl(tmp_path / "events.jsonl", [same, same, same])
-    assert ok_json(hlmem("--db", db, "ingest", events, "--json", cwd=tmp_path))["accepted"] == 3
+    said = [{**same, "occurred_at": f"2026-03-01T09:0{i}:00+08:00"} for i in range(2)]
+    events = jsonl(tmp_path / "events.jsonl", [same, same, same, *said, said[1]])
+    first = ok_json(hlmem("--db", db, "ingest", events, "--json", cwd=tmp_path))
+    assert (first["accepted"], first["duplicate"]) == (3, 3)
     again = ok_json(hlmem("--db", db, "ingest", events, "--json", cwd=tmp_path))
-    assert (again["accepted"], again["duplicate"]) == (0, 3)
+    assert (again["accepted"], again["duplicate"]) == (0, 6)
     assert count(db, "events") == 3
 
 

@@ -11,7 +11,8 @@ them). Public names are read there; underscored ones only build the patterns her
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
 
 # --- word lists ------------------------------------------------------------------------------
 
@@ -167,6 +168,31 @@ def _alt(words: Iterable[str]) -> str:
     return "|".join(re.escape(w) for w in sorted(words, key=lambda w: (-len(w), w)))
 
 
+class RunScan(NamedTuple):
+    """A pattern kept as its alternatives, for a scan linear in the text
+    (:func:`hlmem.atom_spans.scan`). ``only[i]`` matches exactly what alternative ``i`` of the
+    whole pattern matches, with the same groups (the others are disabled by ``(?!)``);
+    ``runs[i]`` is, for an alternative that reads a run of characters from each of its starts,
+    a pattern finding those starts and one matching the run from a start: if the alternative
+    fails at a start, it fails at every start inside that run (the run ends where the
+    alternative's next required character, which the run cannot hold, must stand)."""
+
+    only: tuple[re.Pattern[str], ...]
+    runs: Mapping[int, tuple[re.Pattern[str], re.Pattern[str]]]
+
+
+def _alternatives(
+    parts: list[str], flags: int, runs: Mapping[int, tuple[str, str]]
+) -> tuple[re.Pattern[str], RunScan]:
+    """The pattern of ``parts`` joined as alternatives, and its :class:`RunScan`."""
+    only = tuple(
+        re.compile("|".join(p if j == i else "(?!)" + p for j, p in enumerate(parts)), flags)
+        for i in range(len(parts))
+    )
+    compiled = {i: (re.compile(a, flags), re.compile(b, flags)) for i, (a, b) in runs.items()}
+    return re.compile("|".join(parts), flags), RunScan(only, compiled)
+
+
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 CJK_RUN = re.compile(f"[{_CJK}]+")
 _A = re.ASCII  # \w, \b and \d of Latin text only: CJK characters are not "word" here
@@ -182,12 +208,16 @@ RE_URL = re.compile(
     _I,
 )
 RE_HANDLE = re.compile(r"(?<![\w@])@[A-Za-z0-9_][\w.-]*", _A)
-RE_PATH = re.compile(
-    r"(?<![\w/.:~])(?:~|\.{1,2})?(?:/[\w.@+-]+)+/?"
-    r"|(?<!\w)[A-Za-z]:\\[^\s，。；]+"
-    r"|(?<![\w/.])[\w.-]+/[\w.-]+(?:/[\w.-]+)+/?"
-    r"|(?<![\w/.])[\w.-]+/[\w-]+\.[A-Za-z0-9]{1,6}(?![\w/])",
+_PATH_RUN = (r"(?<![\w/.])[\w.-]", r"[\w.-]+")  # a word (with dots and hyphens) before a "/"
+RE_PATH, PATH_SCAN = _alternatives(
+    [
+        r"(?<![\w/.:~])(?:~|\.{1,2})?(?:/[\w.@+-]+)+/?",
+        r"(?<!\w)[A-Za-z]:\\[^\s，。；]+",
+        r"(?<![\w/.])[\w.-]+/[\w.-]+(?:/[\w.-]+)+/?",
+        r"(?<![\w/.])[\w.-]+/[\w-]+\.[A-Za-z0-9]{1,6}(?![\w/])",
+    ],
     _A,
+    {2: _PATH_RUN, 3: _PATH_RUN},
 )
 RE_IP = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?(?!\w|\.\d)", _A)
 _DAY_ZH = r"\d{1,2}|[一二三]?十[一二三四五六七八九]?|[一二三四五六七八九]"
@@ -236,12 +266,15 @@ RE_WEEKDAY = re.compile(
 RE_RELATIVE = re.compile(
     rf"{_alt(w for w in RELATIVE if CJK_RUN.match(w))}|\b(?:{_RELATIVE_EN})\b", _I
 )
-RE_VERSION = re.compile(
-    rf"(?<![\w.])v(?:er(?:sion)?\.?\s?)?\d+(?:\.\d+)*{_SUFFIX_V}{_END}"
-    rf"|(?<![\w.])\d+\.\d+\.\d+(?:\.\d+)*{_SUFFIX_V}{_END}"
-    rf"|(?P<pre>\b[A-Za-z][A-Za-z+#]*\s?|版本\s?)(?P<x>\d+\.\d+){_SUFFIX_V}{_END}"
-    rf"|(?<![\w.])(?P<x2>\d+\.\d+)(?=\s?版)",
+RE_VERSION, VERSION_SCAN = _alternatives(
+    [
+        rf"(?<![\w.])v(?:er(?:sion)?\.?\s?)?\d+(?:\.\d+)*{_SUFFIX_V}{_END}",
+        rf"(?<![\w.])\d+\.\d+\.\d+(?:\.\d+)*{_SUFFIX_V}{_END}",
+        rf"(?P<pre>\b[A-Za-z][A-Za-z+#]*\s?|版本\s?)(?P<x>\d+\.\d+){_SUFFIX_V}{_END}",
+        r"(?<![\w.])(?P<x2>\d+\.\d+)(?=\s?版)",
+    ],
     _I,
+    {2: (r"\b[A-Za-z]|版本", r"[A-Za-z][A-Za-z+#]*")},  # a name ("Python", "c++") before x.y
 )
 RE_V_PREFIX = re.compile(r"^v(?:er(?:sion)?\.?\s?)?")
 # The words before a bare "x.y" that make it a version (besides a capitalised name).
@@ -263,17 +296,21 @@ RE_NUMBER = re.compile(
     r"(?![A-Za-z0-9])",
     _I,
 )
-RE_IDENT = re.compile(
-    r"(?<![\w.-])--[a-z][\w-]*[a-z0-9]"  # CLI flags
-    r"|\b[A-Za-z_][A-Za-z0-9]*_[A-Za-z0-9_]*(?:\(\))?"  # snake_case, CONSTANT_CASE
-    r"|\b[a-z]+(?:[A-Z][a-z0-9]+)+\b(?:\(\))?"  # camelCase
-    r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b"  # PascalCase
-    r"|\b[A-Za-z_]\w+(?:\.[A-Za-z_]\w*)+(?:\(\))?"  # dotted.names, file.ext
-    r"|\b[A-Za-z_]\w*\(\)"  # call()
-    r"|\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-\d[a-z0-9-]*\b"  # db-prod-2, gpt-4o
-    r"|\b[a-z][a-z0-9.-]*:\d{2,5}\b"  # host:port
-    r"|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b",  # commit hashes
+RE_IDENT, IDENT_SCAN = _alternatives(
+    [
+        r"(?<![\w.-])--[a-z][\w-]*[a-z0-9]",  # CLI flags
+        r"\b[A-Za-z_][A-Za-z0-9]*_[A-Za-z0-9_]*(?:\(\))?",  # snake_case, CONSTANT_CASE
+        r"\b[a-z]+(?:[A-Z][a-z0-9]+)+\b(?:\(\))?",  # camelCase
+        r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b",  # PascalCase
+        r"\b[A-Za-z_]\w+(?:\.[A-Za-z_]\w*)+(?:\(\))?",  # dotted.names, file.ext
+        r"\b[A-Za-z_]\w*\(\)",  # call()
+        r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)*-\d[a-z0-9-]*\b",  # db-prod-2, gpt-4o
+        r"\b[a-z][a-z0-9.-]*:\d{2,5}\b",  # host:port
+        r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b",  # commit hashes
+    ],
     _A,
+    # the hyphenated name before "-2", the host before ":8080"
+    {6: (r"\b[a-z]", r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*"), 7: (r"\b[a-z]", r"[a-z][a-z0-9.-]*")},
 )
 RE_QUOTE = re.compile(
     r"\"([^\"\n]{1,200})\"|“([^”\n]{1,200})”|「([^」\n]{1,200})」|『([^』\n]{1,200})』"

@@ -8,6 +8,12 @@ canonical form, so that one fact written two ways gives one atom: 三杯 and 3�
 下午三点 and 3pm are "15:00", 两千元 is "¥2000", "March 3" is "?-03-03". Chinese numerals
 are read by :func:`zh_number`.
 
+The scan takes time linear in the text, however long (a recall query may have thousands of
+characters): a match is checked against the spans before it by bisection (:class:`SpanIndex`),
+and the patterns whose ``finditer`` would read a long word again from each of its characters
+(emails, paths, versions, identifiers) are scanned by :func:`scan` and :func:`_emails`, which
+find exactly the same matches.
+
 The patterns and word lists are :mod:`hlmem.atom_rules`; :mod:`hlmem.atoms` combines the
 spans with the words, negation cues and names of :mod:`hlmem.atom_words`. Pure functions of
 strings: no state, no I/O, no jieba.
@@ -16,8 +22,12 @@ strings: no state, no I/O, no jieba.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+import string
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal, InvalidOperation
+from functools import partial
+from itertools import accumulate
 from typing import NamedTuple
 
 from hlmem import atom_rules
@@ -76,28 +86,130 @@ def _decimal(text: str) -> Decimal | None:
 
 
 def overlaps(spans: list[Span], start: int, end: int) -> bool:
-    """Whether ``[start, end)`` overlaps one of ``spans``."""
+    """Whether ``[start, end)`` overlaps one of ``spans`` (a scan of them: for a few spans;
+    :class:`SpanIndex` answers for many)."""
     return any(s.start < end and start < s.end for s in spans)
 
 
+class SpanIndex:
+    """Spans sorted by start, with the running maximum of their ends: whether a range overlaps
+    one of them in O(log n), where :func:`overlaps` scans them all (a long text has thousands
+    of spans, and every match of every family asks)."""
+
+    __slots__ = ("_max_ends", "_starts")
+
+    def __init__(self, spans: Iterable[Span]) -> None:
+        ordered = sorted(spans)
+        self._starts = [s.start for s in ordered]
+        self._max_ends = list(accumulate((s.end for s in ordered), max))
+
+    def overlaps(self, start: int, end: int) -> bool:
+        """Whether ``[start, end)`` overlaps one of the spans: the spans that start before
+        ``end`` are a prefix of the sorted list, and one of them reaches past ``start``
+        exactly when the longest reach among them does."""
+        i = bisect_left(self._starts, end)
+        return i > 0 and self._max_ends[i - 1] > start
+
+
 def _scan(
-    pattern: re.Pattern[str],
+    find: Callable[[str], Iterable[re.Match[str]]],
     text: str,
     spans: list[Span],
     family: str,
     canon_of: Callable[[re.Match[str]], str],
 ) -> None:
-    for m in pattern.finditer(text):
+    # One family's matches never overlap each other (finditer resumes after each match, and a
+    # span lies inside its match), so they are checked against the earlier families' spans only.
+    taken = SpanIndex(spans)
+    found: list[Span] = []
+    for m in find(text):
         group = "x" if m.groupdict().get("x") else "x2" if m.groupdict().get("x2") else 0
         start, end = m.span(group)
         while start < end and text[start] == " ":
             start += 1
         while end > start and text[end - 1] == " ":
             end -= 1
-        if start < end and not overlaps(spans, start, end):
+        if start < end and not taken.overlaps(start, end):
             canon = canon_of(m)
             if canon:
-                spans.append(Span(start, end, family, canon))
+                found.append(Span(start, end, family, canon))
+    spans.extend(found)
+
+
+_EMAIL_LOCAL = frozenset(string.ascii_letters + string.digits + "_.+-")  # RE_EMAIL's [\w.+-]
+
+
+def _emails(text: str) -> Iterator[re.Match[str]]:
+    """The matches of :data:`~hlmem.atom_rules.RE_EMAIL`, exactly as ``finditer`` finds them,
+    in time linear in the text.
+
+    ``finditer`` tries the pattern at every character, and at each one of a long word (a hash,
+    a token, a hex dump) it reads the rest of the word looking for the "@": quadratic. Here only
+    one start per "@" is tried: the local part holds no "@", so a match's "@" is the first one
+    after its start, and every start inside the run of local-part characters before an "@"
+    reads up to that same "@" and the same domain after it; the leftmost of them (not before
+    the end of the previous match) is the start ``finditer`` would report.
+    """
+    pos = 0
+    while (at := text.find("@", pos)) >= 0:
+        start = at
+        while start > pos and text[start - 1] in _EMAIL_LOCAL:
+            start -= 1
+        m = atom_rules.RE_EMAIL.match(text, start) if start < at else None
+        if m is None:
+            pos = at + 1
+        else:
+            yield m
+            pos = m.end()
+
+
+def scan(alternatives: atom_rules.RunScan, text: str) -> Iterator[re.Match[str]]:
+    """The matches of the whole pattern of ``alternatives``, exactly as its ``finditer`` finds
+    them, in time linear in the text.
+
+    ``finditer`` tries the whole pattern at every character, and an alternative that reads a
+    run of characters from each start (``a-b-c-...`` looking for a "-2", a word looking for
+    its "/") reads the rest of a long run at each of its characters: quadratic. Here each
+    alternative searches on its own, and one with a run skips the run after failing at its
+    first start (:class:`~hlmem.atom_rules.RunScan`). The leftmost of the alternatives' next
+    matches is the whole pattern's, the first alternative winning a tie, as in the pattern
+    itself; a match found beyond the current position stays valid (it does not depend on
+    where the search began) until the scan passes its start. None of the patterns matches an
+    empty string.
+    """
+    pending: list[re.Match[str] | None] = [None] * len(alternatives.only)
+    live = list(range(len(alternatives.only)))
+    pos = 0
+    while live:
+        best: re.Match[str] | None = None
+        for i in list(live):
+            m = pending[i]
+            if m is None or m.start() < pos:
+                m = pending[i] = _search(alternatives, i, text, pos)
+                if m is None:
+                    live.remove(i)
+                    continue
+            if best is None or m.start() < best.start():
+                best = m
+        if best is None:
+            return
+        yield best
+        pos = best.end()
+
+
+def _search(alternatives: atom_rules.RunScan, i: int, text: str, pos: int) -> re.Match[str] | None:
+    """Alternative ``i``'s leftmost match starting at ``pos`` or later."""
+    only = alternatives.only[i]
+    if i not in alternatives.runs:
+        return only.search(text, pos)
+    starts, run = alternatives.runs[i]
+    while (candidate := starts.search(text, pos)) is not None:
+        at = candidate.start()
+        if (m := only.match(text, at)) is not None:
+            return m
+        stretch = run.match(text, at)
+        pos = stretch.end() if stretch is not None and stretch.end() > at else at + 1
+    return None
 
 
 def _canon_url(m: re.Match[str]) -> str:
@@ -249,43 +361,43 @@ def find_spans(text: str) -> tuple[list[Span], str]:
     code identifiers and quotes, whose words still count as words and names.
     """
     spans: list[Span] = []
-    _scan(atom_rules.RE_EMAIL, text, spans, "identifiers", lambda m: m.group(0).casefold())
-    _scan(atom_rules.RE_URL, text, spans, "paths", _canon_url)
+    _scan(_emails, text, spans, "identifiers", lambda m: m.group(0).casefold())
+    _scan(atom_rules.RE_URL.finditer, text, spans, "paths", _canon_url)
     _scan(
-        atom_rules.RE_HANDLE,
+        atom_rules.RE_HANDLE.finditer,
         text,
         spans,
         "identifiers",
         lambda m: m.group(0).rstrip(".").casefold(),
     )
-    _scan(atom_rules.RE_DATE_ISO, text, spans, "dates", _canon_date_iso)
+    _scan(atom_rules.RE_DATE_ISO.finditer, text, spans, "dates", _canon_date_iso)
     _scan(
-        atom_rules.RE_DATE_US,
+        atom_rules.RE_DATE_US.finditer,
         text,
         spans,
         "dates",
         lambda m: "/".join(str(int(g)) for g in m.groups()),
     )
-    _scan(atom_rules.RE_PATH, text, spans, "paths", _canon_path)
-    _scan(atom_rules.RE_IP, text, spans, "identifiers", lambda m: m.group(0))
-    _scan(atom_rules.RE_DATE_ZH, text, spans, "dates", _canon_date_zh)
-    _scan(atom_rules.RE_DATE_EN, text, spans, "dates", _canon_date_en)
-    _scan(atom_rules.RE_WEEKDAY, text, spans, "weekdays", _canon_weekday)
-    _scan(atom_rules.RE_TIME, text, spans, "times", _canon_time)
-    _scan(atom_rules.RE_RELATIVE, text, spans, "dates", _canon_relative)
-    _scan(atom_rules.RE_POD, text, spans, "times", _canon_pod)
-    _scan(atom_rules.RE_VERSION, text, spans, "versions", _canon_version)
-    _scan(atom_rules.RE_NUMBER, text, spans, "numbers", _canon_number)
-    hiding = list(spans)
+    _scan(partial(scan, atom_rules.PATH_SCAN), text, spans, "paths", _canon_path)
+    _scan(atom_rules.RE_IP.finditer, text, spans, "identifiers", lambda m: m.group(0))
+    _scan(atom_rules.RE_DATE_ZH.finditer, text, spans, "dates", _canon_date_zh)
+    _scan(atom_rules.RE_DATE_EN.finditer, text, spans, "dates", _canon_date_en)
+    _scan(atom_rules.RE_WEEKDAY.finditer, text, spans, "weekdays", _canon_weekday)
+    _scan(atom_rules.RE_TIME.finditer, text, spans, "times", _canon_time)
+    _scan(atom_rules.RE_RELATIVE.finditer, text, spans, "dates", _canon_relative)
+    _scan(atom_rules.RE_POD.finditer, text, spans, "times", _canon_pod)
+    _scan(partial(scan, atom_rules.VERSION_SCAN), text, spans, "versions", _canon_version)
+    _scan(atom_rules.RE_NUMBER.finditer, text, spans, "numbers", _canon_number)
+    hiding = SpanIndex(spans)
     chars = list(text)
-    for s in hiding:
+    for s in spans:
         chars[s.start : s.end] = " " * (s.end - s.start)
-    for m in atom_rules.RE_IDENT.finditer(text):
-        if not overlaps(hiding, m.start(), m.end()):
+    for m in scan(atom_rules.IDENT_SCAN, text):
+        if not hiding.overlaps(m.start(), m.end()):
             spans.append(Span(m.start(), m.end(), "identifiers", m.group(0).casefold()))
     for m in atom_rules.RE_QUOTE.finditer(text):
         inner = normalize(next(g for g in m.groups() if g is not None))
-        if inner and not overlaps(hiding, m.start() + 1, m.end() - 1):
+        if inner and not hiding.overlaps(m.start() + 1, m.end() - 1):
             spans.append(Span(m.start(), m.end(), "quotes", inner))
     spans.sort()
     return spans, "".join(chars)

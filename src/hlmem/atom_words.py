@@ -168,18 +168,32 @@ def _english_entities(masked: str) -> list[Entity]:
         start, end = run[0].start(), run[-1].end()
         name = masked[start:end]
         kind = _english_kind(name)
-        before = masked[:start].rstrip()
-        initial = not before or before[-1] in atom_rules.SENTENCE_STARTERS
-        strong = not initial or len(run) > 1 or kind != "person" or _subject_like(masked[end:])
+        # The text around a name is read in place: a copy of what precedes or follows each
+        # name would cost the length of the text per name.
+        before = _skip_space(masked, start, -1)
+        initial = before < 0 or masked[before] in atom_rules.SENTENCE_STARTERS
+        strong = not initial or len(run) > 1 or kind != "person" or _subject_like(masked, end)
         out.append(Entity(start, name, kind, strong))
     return out
 
 
-def _subject_like(after: str) -> bool:
-    """What follows a capitalised first word: "Alice likes", "Bob's", "Carol is", "Dave 喜欢"."""
-    if after.startswith(("'s", "’s")) or atom_rules.CJK_RUN.match(after.lstrip()):
+def _skip_space(text: str, at: int, step: int) -> int:
+    """The first index from ``at`` (``step`` 1) or before it (``step`` -1) that is not
+    whitespace; ``len(text)`` or -1 when there is none."""
+    i = at if step > 0 else at - 1
+    while 0 <= i < len(text) and text[i].isspace():
+        i += step
+    return i
+
+
+def _subject_like(text: str, end: int) -> bool:
+    """What follows a capitalised first word ending at ``end``: "Alice likes", "Bob's",
+    "Carol is", "Dave 喜欢"."""
+    if text.startswith(("'s", "’s"), end):
         return True
-    m = atom_rules.RE_NEXT_WORD.match(after)
+    if atom_rules.CJK_RUN.match(text, _skip_space(text, end, 1)):
+        return True
+    m = atom_rules.RE_NEXT_WORD.match(text, end)
     if m is None:
         return False
     word = m.group(1)

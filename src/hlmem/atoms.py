@@ -33,7 +33,7 @@ from itertools import pairwise
 from typing import NamedTuple
 
 from hlmem import atom_rules, atom_spans, atom_words
-from hlmem.atom_spans import Span, overlaps
+from hlmem.atom_spans import Span, SpanIndex
 from hlmem.atom_words import Entity, Word
 from hlmem.text import normalize
 
@@ -121,10 +121,10 @@ def _tokens(analysis: _Analysis) -> list[str]:
     items = [
         (s.start, f"\x01{s.family[0]}{s.canon}") for s in analysis.spans if s.family != "quotes"
     ]
-    idents = [s for s in analysis.spans if s.family == "identifiers"]
+    idents = SpanIndex(s for s in analysis.spans if s.family == "identifiers")
     for w in analysis.words:
         end = w.start + len(w.word)
-        if w.flag not in atom_rules.FILLER_FLAGS and not overlaps(idents, w.start, end):
+        if w.flag not in atom_rules.FILLER_FLAGS and not idents.overlaps(w.start, end):
             items.append((w.start, w.word.casefold().replace("’", "'")))
     items.sort(key=lambda item: item[0])
     seq: list[str] = []

@@ -265,6 +265,8 @@ class ForgetConfig(_Section):
 
 
 class RecallConfig(_Section):
+    # The longest query recall accepts (characters); a longer one is refused with InputError.
+    max_query_chars: int = Field(10_000, ge=1)
     # Candidates each channel contributes before fusion.
     fts_candidates: int = Field(50, ge=1)
     vector_candidates: int = Field(50, ge=1)

@@ -10,7 +10,7 @@ the event and its job are committed.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from contextlib import AsyncExitStack
 from datetime import datetime
 from pathlib import Path
@@ -20,7 +20,7 @@ from typing import Any, Literal
 import anyio
 from anyio.abc import TaskGroup
 
-from hlmem import memory_reads, memory_writes
+from hlmem import arguments, memory_reads, memory_writes
 from hlmem.backup import BackupResult
 from hlmem.backup import backup as backup_file
 from hlmem.clock import Clock, SystemClock, wall
@@ -67,7 +67,7 @@ __all__ = ["JobRow", "Memory", "PipelineMode", "Stats", "Supersession", "open"]
 def open(
     path: str | Path,
     *,
-    config: Config | None = None,
+    config: Config | Mapping[str, Any] | None = None,
     clock: Clock | None = None,
     pipeline: PipelineMode = "inline",
     create: bool = True,
@@ -75,9 +75,12 @@ def open(
     """A memory on the SQLite file at ``path``; use it as ``async with``.
 
     ``config`` defaults to :func:`hlmem.config.load_config` with no file (defaults plus the
-    ``HLMEM_*`` environment). A new file is created unless ``create=False``: then only an
-    existing hlmem database opens (:class:`~hlmem.errors.StoreError` otherwise, and no file is
-    made).
+    ``HLMEM_*`` environment); a mapping shaped like the TOML file
+    (``{"recall": {"budget_tokens": 800}}``) sets its values over those, validated as a file's.
+    A new file is created unless ``create=False``: then only an existing hlmem database opens
+    (:class:`~hlmem.errors.StoreError` otherwise, and no file is made).
+
+    :raises ConfigError: a bad path, config, clock or pipeline (named); nothing is opened.
     """
     return Memory(
         path, config=config or load_config(), clock=clock, pipeline=pipeline, create=create
@@ -89,11 +92,12 @@ class Memory:
         self,
         path: str | Path,
         *,
-        config: Config,
+        config: Config | Mapping[str, Any],
         clock: Clock | None = None,
         pipeline: PipelineMode = "inline",
         create: bool = True,
     ) -> None:
+        config = arguments.memory_options(path, config, clock, pipeline, create) or load_config()
         self.path = Path(path)
         self.create = create
         self.config = config
@@ -238,6 +242,7 @@ class Memory:
         All events are validated before anything is written: one invalid event rejects the
         call with :class:`InputError` naming its index, and nothing is stored.
         """
+        arguments.check("add_events", locals())
         rows = []
         for index, item in enumerate(events):
             try:
@@ -287,6 +292,8 @@ class Memory:
         :raises InputError: a blank field, or an invalid time, score or scope; with
             ``override_forget``, a forgotten ``event_id`` or session (pass new ones).
         """
+        arguments.check("remember", locals())
+        qualifiers = arguments.strings("remember", "qualifiers", qualifiers)
         remembered = memory_writes.remember_input(
             self.config,
             self.clock,
@@ -322,6 +329,7 @@ class Memory:
 
     async def end_session(self, session_id: str, *, namespace: str | None = None) -> None:
         """Close the session's open window (after every event already acknowledged)."""
+        arguments.check("end_session", locals())
         ns = namespace or self.config.ingest.default_namespace
         await self._control(JobSpec("windower", SessionEnded(namespace=ns, session_id=session_id)))
 
@@ -331,6 +339,7 @@ class Memory:
         The flush covers every event acknowledged before it, whichever worker (this process or
         an ``hlmem worker``) windows them and in whatever order: an event placed after the
         flush was applied closes its window at once (:mod:`hlmem.stages.windower`)."""
+        arguments.check("flush", locals())
         if session_id is not None and namespace is None:
             namespace = self.config.ingest.default_namespace
         await self._control(
@@ -359,6 +368,7 @@ class Memory:
 
         :raises TimeoutError: not idle within ``timeout_s``.
         """
+        arguments.check("drain", locals())
         with anyio.fail_after(timeout_s):
             idle_since: float | None = None
             # Polled: the jobs may be done by another process (``hlmem worker``).
@@ -397,6 +407,7 @@ class Memory:
         ``valid_at=t`` answers "what was true at t" (valid time). Both may be combined; either
         implies the history.
         """
+        arguments.check("claims", locals())
         return await memory_reads.claims(
             self.store,
             self.config,
@@ -423,6 +434,7 @@ class Memory:
         ``untrusted_session_kinds``) are left out unless ``include_untrusted``, and are then
         marked ``trusted=False``. Secrets in the content are redacted.
         """
+        arguments.check("events", locals())
         return await memory_reads.events(
             self.store,
             self.config,
@@ -434,6 +446,8 @@ class Memory:
 
     async def supersessions(self, claim_ids: Iterable[str]) -> list[Supersession]:
         """Why claims replaced one another: every supersession touching ``claim_ids``."""
+        arguments.check("supersessions", locals())
+        claim_ids = arguments.strings("supersessions", "claim_ids", claim_ids)
         return await memory_reads.supersessions(self.store, claim_ids)
 
     async def recall(
@@ -460,10 +474,11 @@ class Memory:
         recall next time (activation), without slowing this call: the boosts of many recalls are
         written together, within ``maintenance.access_flush_s`` (:mod:`hlmem.touches`).
 
-        :raises InputError: ``k`` below 1.
+        :raises InputError: an argument of the wrong type or out of range (named): ``k``
+            below 1, a naive ``as_of``, a query longer than ``recall.max_query_chars``.
         """
-        if k < 1:
-            raise InputError("recall: k must be at least 1")
+        arguments.check("recall", locals())
+        arguments.query_length(query, self.config.recall.max_query_chars)
         if self._recaller is None:
             self._recaller = Recaller(self.store, self.config, self._gateway)
         result = await self._recaller.recall(
@@ -491,6 +506,7 @@ class Memory:
 
         :raises InputError: ``item_id`` names no claim (events carry no feedback).
         """
+        arguments.check("feedback", locals())
         await memory_writes.feedback(self.store, self.config, self.clock, item_id, useful=useful)
 
     # --- lifecycle: forget, correct, explain (hlmem.forget, hlmem.correct, hlmem.explain) ------
@@ -516,6 +532,7 @@ class Memory:
         :raises InputError: not exactly one selector, or one that names nothing known; a
             ``confirmed`` plan that is not this forget's, or no longer what it would forget.
         """
+        arguments.check("forget", locals())
         if self._recaller is None:
             self._recaller = Recaller(self.store, self.config, self._gateway)
         return await memory_writes.forget(
@@ -540,6 +557,7 @@ class Memory:
 
         :raises InputError: no such active claim, blank or refused words, or the same value.
         """
+        arguments.check("correct", locals())
         target = await load_target(self.store, claim_id)
         now = self.clock.now()
         draft = await correction_draft(target, text, lexicon=self._lexicon(), now=now)
@@ -553,6 +571,7 @@ class Memory:
 
         :raises InputError: no such claim (or it was forgotten).
         """
+        arguments.check("explain", locals())
         return await explain_claim(self.store, claim_id)
 
     # --- export, import, backup (hlmem.portable, hlmem.importer, hlmem.backup) ------------------
@@ -567,6 +586,7 @@ class Memory:
 
         :raises InputError: ``path`` cannot be written.
         """
+        arguments.check("export", locals())
         return await anyio.to_thread.run_sync(
             lambda: export_sync(
                 self.store.path,
@@ -588,6 +608,7 @@ class Memory:
 
         :raises InputError: the file does not validate (names the line; nothing written).
         """
+        arguments.check("import_file", locals())
         importer = Importer(self.store, self.queue, self.config, self._lexicon(), self.clock.now())
         return await importer.run(Path(path))
 
@@ -597,6 +618,7 @@ class Memory:
 
         :raises InputError: ``path`` exists already.
         """
+        arguments.check("backup", locals())
         return await backup_file(self.store.path, Path(path), cfg=self.config.store)
 
     # --- operator commands --------------------------------------------------------------------
@@ -604,14 +626,17 @@ class Memory:
     async def list_jobs(
         self, *, status: str | None = None, kind: str | None = None, limit: int = 50
     ) -> list[JobRow]:
+        arguments.check("list_jobs", locals())
         return await memory_reads.list_jobs(self.store, status=status, kind=kind, limit=limit)
 
     async def retry_jobs(self, *, kind: str | None = None, job_id: int | None = None) -> int:
         """Put failed and parked jobs back to todo; the number moved."""
+        arguments.check("retry_jobs", locals())
         return await self.queue.retry_ended(kind=kind, job_id=job_id)
 
     async def purge_jobs(self, *, older_than_s: float = 7 * 86400) -> int:
         """Delete done jobs last updated more than ``older_than_s`` ago; the number deleted."""
+        arguments.check("purge_jobs", locals())
         return await self.queue.purge_done(older_than_s=older_than_s)
 
     async def maintain(self) -> MaintenanceReport:

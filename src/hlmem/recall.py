@@ -264,9 +264,9 @@ class Recaller:
         with them, the ids the entity constraint allows and the vector index's head; also
         appended to ``into``, where the full-text search queued behind finds it."""
         head = reader.fetchall("vector_head")[0] if self.index is not None else None
-        names = query_mod.name_candidates(text)
         known = [
             (r[0], r[1])
+            for names in query_mod.name_batches(text)
             for r in reader.fetchall(
                 "recall_known_entities", (namespace, json.dumps(names, ensure_ascii=False))
             )

@@ -20,7 +20,6 @@ from datetime import date, timedelta
 from typing import Literal
 
 from hlmem.time_words import (
-    _CJK,
     _EN_DAY,
     _MONTHS_EN,
     _NUM_EN,
@@ -349,12 +348,13 @@ _DATE_HANDLERS: dict[str, Callable[[re.Match[str], _Ctx], _Dates | None]] = {
 _PM = ("下午", "傍晚", "晚上", "夜里")
 
 
-def _zh_clock(m: re.Match[str], text: str) -> _Clock | None:
+def _zh_clock(m: re.Match[str], chinese: bool) -> _Clock | None:
+    """The clock of a Chinese time match; ``chinese``: whether the text has CJK characters."""
     hour = cn_number(m["zt_h"])
     pre = m["zt_pre"]
     if hour is None:
         return None
-    if not pre and "点" not in m.group(0) and not _CJK.search(text):
+    if not pre and "点" not in m.group(0) and not chinese:
         return None  # "10:30" in English needs "at" (see _en_clock): a score is not a time
     # "一点" / "两点" alone mean "a little" / "two points": a Chinese-numeral hour needs a
     # part of the day, or 钟/整/半/minutes, to be a time.

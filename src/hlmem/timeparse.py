@@ -52,6 +52,7 @@ from hlmem.time_calendar import (
 )
 from hlmem.time_words import (
     _ASCII_LOWER,
+    _CJK,
     _DIGIT,
     _GATES,
     _JOIN_DAY_TIME,
@@ -110,20 +111,21 @@ def _scan(text: str, today: date, prefer: Prefer | None) -> list[_Found]:
     candidates.sort(key=lambda c: (c[0], c[1]))
     found: list[_Found] = []
     pos = 0
+    chinese = _CJK.search(text) is not None  # once: asked per match, it cost the text each time
     for start, _, end, kind, m, pre in candidates:
         if start < pos:
             continue
-        item = _resolve_one(kind.name, m, _Ctx(today, prefer, pre, text), start)
+        item = _resolve_one(kind.name, m, _Ctx(today, prefer, pre, text), start, chinese)
         if item is not None:
             found.append(item)
             pos = end
     return found
 
 
-def _resolve_one(name: str, m: re.Match[str], c: _Ctx, start: int) -> _Found | None:
+def _resolve_one(name: str, m: re.Match[str], c: _Ctx, start: int, chinese: bool) -> _Found | None:
     try:
         if name == "zt":
-            clock = _zh_clock(m, c.text)
+            clock = _zh_clock(m, chinese)
             return _Found(start, m.end(), None, clock) if clock else None
         if name == "et":
             clock = _en_clock(m, c.pre)

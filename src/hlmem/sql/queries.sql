@@ -6,6 +6,16 @@
 -- name: existing_event_ids
 SELECT id FROM events WHERE id IN (SELECT value FROM json_each(?));
 
+-- name: any_line_event_id
+-- An event named by a JSONL line's position (ids jl_<line hash>_<line number>: hlmem.jsonl).
+SELECT 1 FROM events WHERE id >= 'jl_' AND id < 'jl`' LIMIT 1;
+
+-- name: line_event_ids
+-- Per prefix jl_<line hash>_ of the JSON array, the first event whose id starts with it.
+SELECT p.value, (SELECT e.id FROM events AS e WHERE e.id >= p.value AND e.id < p.value || '~'
+                 ORDER BY e.id LIMIT 1)
+FROM json_each(?) AS p;
+
 -- name: insert_event
 INSERT INTO events (id, namespace, session_id, role, content, content_hash, occurred_at,
                     recorded_at, origin_class, session_kind, metadata)
