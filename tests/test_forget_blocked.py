@@ -150,10 +150,10 @@ async def test_cli_ingest_says_blocked(tmp_path: Path, lang: str) -> None:
     again = run_cli("--db", db, "ingest", said, cwd=tmp_path)
     assert again.returncode == 0
     assert "accepted 0, duplicate 0, blocked 1 (forgotten), rejected 0" in again.stdout
-    assert "line 1: event jl_" in again.stderr and "this event was forgotten at 20" in again.stderr
+    assert "line 1: event jlc_" in again.stderr and "this event was forgotten at 20" in again.stderr
     as_json = json.loads(run_cli("--db", db, "ingest", said, "--json", cwd=tmp_path).stdout)
     assert as_json["blocked"] == 1 and as_json["accepted"] == 0
-    assert as_json["blocked_lines"][0].startswith("line 1: event jl_")
+    assert as_json["blocked_lines"][0].startswith("line 1: event jlc_")
     assert count(db, "events") == 0
 
 
