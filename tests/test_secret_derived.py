@@ -205,9 +205,11 @@ async def test_the_prompt_and_a_dead_letter_hold_no_secret(tmp_path: Path) -> No
     db = tmp_path / "m.db"
     said = "我的邮箱密码和QQ密码都是 qwerty@2024，我住在杭州"
     with ScriptedProvider() as server:
-        # a model that echoes a secret back in answers that never parse
-        server.script(json_body=chat_reply("not json: qwerty@2024"), times=3)
-        async with hlmem.open(db, config=model_config(server.base_url)) as mem:
+        cfg = model_config(server.base_url)
+        # a model that echoes a secret back in answers that never parse, every attempt
+        calls = cfg.pipeline.extractor.max_attempts * (1 + cfg.extractor.repair_attempts)
+        server.script(json_body=chat_reply("not json: qwerty@2024"), times=calls)
+        async with hlmem.open(db, config=cfg) as mem:
             await mem.add_event("s", said)
             await mem.flush()
             await mem.drain(timeout_s=60)
