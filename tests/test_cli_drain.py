@@ -9,34 +9,14 @@ summary line, the JSON and the job table.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from helpers import rows
+from test_cli import hlmem
 
 from hlmem.sim_provider import SimProvider
 from hlmem.sim_state import SimSettings
-
-TIMEOUT_S = 180
-
-
-def hlmem(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HLMEM_")}
-    env["PYTHONIOENCODING"] = "utf-8"
-    proc = subprocess.run(
-        [sys.executable, "-W", "error::ResourceWarning", "-m", "hlmem", *map(str, args)],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        encoding="utf-8",
-        timeout=TIMEOUT_S,
-        check=False,
-    )
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc
 
 
 def config_file(

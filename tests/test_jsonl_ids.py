@@ -12,35 +12,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers import assert_consistent, count, fast_config, rows
+from test_cli import hlmem as run_hlmem
 
 import hlmem
 from hlmem.jsonl import ingest_jsonl
-
-TIMEOUT_S = 120
-
-
-def run_hlmem(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HLMEM_")}
-    env["PYTHONIOENCODING"] = "utf-8"
-    proc = subprocess.run(
-        [sys.executable, "-m", "hlmem", *map(str, args)],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        encoding="utf-8",
-        timeout=TIMEOUT_S,
-        check=False,
-    )
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc
 
 
 def summary(proc: subprocess.CompletedProcess[str]) -> tuple[int, int, int]:

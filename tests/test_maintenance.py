@@ -12,9 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import os
 import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -32,6 +30,7 @@ from helpers import (
     step,
     wait_until,
 )
+from test_cli import hlmem as hlmem_cli
 
 import hlmem
 from hlmem.clock import ManualClock
@@ -682,25 +681,8 @@ async def test_maintenance_in_the_pipeline_beside_concurrent_ingestion(db_path: 
 
 
 def run_cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HLMEM_")}
-    env.update(
-        {
-            "HLMEM_PIPELINE__POLL_INTERVAL_S": "0.02",
-            "HLMEM_PIPELINE__DRAIN_POLL_S": "0.01",
-            "HLMEM_WINDOWER__SWEEP_INTERVAL_S": "0.02",
-            "PYTHONIOENCODING": "utf-8",
-        }
-    )
-    proc = subprocess.run(
-        [sys.executable, "-W", "error::ResourceWarning", "-m", "hlmem", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        encoding="utf-8",
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    proc = hlmem_cli(*args, cwd=cwd)
+    assert proc.returncode == 0, proc.stderr
     return proc
 
 

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -20,6 +17,7 @@ from scripted_provider import (
     chat_request,
     gateway_config,
 )
+from test_cli import hlmem as hlmem_cli
 
 import hlmem
 from hlmem.clock import ManualClock
@@ -147,19 +145,6 @@ async def test_queue_health_counts_statuses_and_the_oldest_unfinished_job(
     assert windower.oldest_unfinished_age_s is not None and windower.oldest_unfinished_age_s >= 0
     assert report.total.calls == 0 and report.total.latency_p50_ms is None
     assert "(no jobs)" not in render(report)
-
-
-def hlmem_cli(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HLMEM_")}
-    return subprocess.run(
-        [sys.executable, "-W", "error::ResourceWarning", "-m", "hlmem", *map(str, args)],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        encoding="utf-8",
-        timeout=60,
-        check=False,
-    )
 
 
 async def test_the_cli_prints_text_and_json(
