@@ -2,7 +2,7 @@
 
 Plain Python with an inverted index, no dependencies: the corpora are one conversation each
 (tens to a few hundred turns), so building and querying cost far less than tokenising. The
-caller tokenises (the evaluation uses ``hlmem.text.tokens``, so the baseline and hlmem see the
+caller tokenises (the evaluation uses ``hlmem.lang.text.tokens``, so the baseline and hlmem see the
 same words); this module never does.
 
 Score of document d for query q (terms repeated in q count each time, as in the usual

@@ -36,7 +36,7 @@ import anyio
 
 import hlmem
 from hlmem.config import load_config
-from hlmem.ops import percentile
+from hlmem.gateway import percentile
 from hlmem.store import sqlite_module
 
 SESSIONS = 8

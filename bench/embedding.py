@@ -5,7 +5,7 @@ Plain script over real texts, outside the test run::
 
     .venv/bin/python bench/embedding.py --quick            # fewer conversations in the eval
     .venv/bin/python bench/embedding.py                    # speed + retrieval on every dataset
-    git show HEAD:src/hlmem/embedding.py > /tmp/old_embedding.py
+    git show HEAD:src/hlmem/lang/embedding.py > /tmp/old_embedding.py
     .venv/bin/python bench/embedding.py --module /tmp/old_embedding.py   # the same, another version
 
 1. **Speed.** Three corpora of realistic texts: ``ContentPool`` of ``bench/ingest.py`` (the
@@ -39,7 +39,7 @@ import numpy as np
 from eval_data import Dataset
 from ingest import ContentPool
 
-import hlmem.embedding
+import hlmem.lang.embedding
 
 KS = (1, 5, 10)
 ONE_TEXTS = 500
@@ -52,9 +52,9 @@ def log(msg: str) -> None:
 
 
 def load_module(path: str | None) -> ModuleType:
-    """hlmem.embedding, or the embedder module at ``path`` (e.g. an older version of it)."""
+    """hlmem.lang.embedding, or the embedder module at ``path`` (e.g. an older version of it)."""
     if path is None:
-        return hlmem.embedding
+        return hlmem.lang.embedding
     spec = importlib.util.spec_from_file_location("embedding_under_test", path)
     if spec is None or spec.loader is None:
         raise SystemExit(f"cannot load {path}")
@@ -142,7 +142,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--quick", action="store_true", help="fewer conversations in the eval")
     parser.add_argument("--module", help="path of another embedding.py to measure instead")
-    parser.add_argument("--dim", type=int, default=hlmem.embedding.DEFAULT_DIM)
+    parser.add_argument("--dim", type=int, default=hlmem.lang.embedding.DEFAULT_DIM)
     parser.add_argument("--batch", type=int, default=256, help="texts per embed() call")
     parser.add_argument("--rounds", type=int, default=3, help="speed passes; the best counts")
     parser.add_argument("--no-eval", action="store_true", help="speed only")
@@ -163,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "meta": {
             "model_id": embedder.model_id,
             "model_version": embedder.model_version,
-            "module": args.module or "hlmem.embedding",
+            "module": args.module or "hlmem.lang.embedding",
             "dim": args.dim,
             "batch": args.batch,
             "python": platform.python_version(),

@@ -15,7 +15,7 @@ k=10)``; :func:`retrieved_event_ids` turns the answer into a ranked list of even
         --data ../shared/data/longmemeval/longmemeval_oracle.dev.json.gz
 
 In the same run the baseline, Okapi BM25 (k1 1.2, b 0.75; ``bench/bm25.py``) over the raw turns
-of the same conversation with the same tokens (``hlmem.text.tokens``: jieba for Chinese,
+of the same conversation with the same tokens (``hlmem.lang.text.tokens``: jieba for Chinese,
 lower-cased words for English), answers the same questions. Both are scored against the gold
 evidence turns, per dataset category and overall: hit@k (some evidence turn in the first k),
 recall@k (the share of evidence turns in the first k) and MRR@k (1 / rank of the first evidence
@@ -53,8 +53,8 @@ from eval_data import Conversation, Dataset
 
 import hlmem
 from hlmem.config import Config, load_config
-from hlmem.ops import percentile
-from hlmem.text import tokens
+from hlmem.gateway import percentile
+from hlmem.lang import tokens
 
 DATASETS = ("locomo", "longmemeval", "memdaily")
 KS = (1, 3, 5, 10)
@@ -200,7 +200,7 @@ async def run_hlmem(convs: Sequence[Conversation], db: Path, cfg: Config, k: int
 
 
 def tokenise_all(texts: Iterable[str], *, jobs: int) -> dict[str, list[str]]:
-    """``hlmem.text.tokens`` of each distinct text; in ``jobs`` processes for a large corpus.
+    """``hlmem.lang.text.tokens`` of each distinct text; in ``jobs`` processes for a large corpus.
 
     jieba is slow on long English text (about 0.25 MB/s here), and LongMemEval's haystacks
     hold ~100 MB of distinct text, so the baseline's tokenising is spread over the CPUs.

@@ -2,7 +2,7 @@
 """Extraction cost: LLM calls and tokens per event through the whole pipeline.
 
 A multi-session Chinese + English conversation goes through ``hlmem.open`` (inline pipeline)
-with ``extractor.kind = "model"`` against the simulated provider (``hlmem.sim_provider``, a real
+with ``extractor.kind = "model"`` against the simulated provider (``hlmem.sim.server``, a real
 OpenAI-compatible HTTP server on 127.0.0.1 that answers the extraction prompt with the rules
 extractor's claims and reports usage like a real provider)::
 
@@ -49,9 +49,8 @@ from typing import Any
 
 import hlmem
 from hlmem.config import load_config
-from hlmem.providers import estimate_tokens
-from hlmem.sim_provider import SimProvider
-from hlmem.sim_state import SimSettings
+from hlmem.gateway import estimate_tokens
+from hlmem.sim import SimProvider, SimSettings
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 MAX_CALLS_PER_EVENT = 0.2

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Gateway benchmark: throughput against a provider's RPM limit, 429s, and the gateway's overhead.
 
-Plain script against the simulated provider (``hlmem.sim_provider.SimProvider``, a real HTTP
+Plain script against the simulated provider (``hlmem.sim.server.SimProvider``, a real HTTP
 server on loopback) with 200 ms latency, over a real SQLite file (the gateway reserves and
 settles every call in it)::
 
@@ -45,11 +45,8 @@ import httpx
 
 import hlmem
 from hlmem.config import load_config
-from hlmem.gateway import Gateway
-from hlmem.ops import percentile
-from hlmem.providers import ChatMessage, ChatRequest, build_chat
-from hlmem.sim_provider import SimProvider
-from hlmem.sim_state import SimSettings
+from hlmem.gateway import ChatMessage, ChatRequest, Gateway, build_chat, percentile
+from hlmem.sim import SimProvider, SimSettings
 from hlmem.store import Store, sqlite_module
 
 LATENCY_MS = 200.0

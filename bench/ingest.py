@@ -17,7 +17,7 @@ Progress goes to stderr. What is measured (see bench/README.md for the method):
    behind a slowed-down load generator); and the 1,000-session closed loop with
    ``pipeline="inline"``. The closed and open loops run twice: with ``ingest.writer = "thread"``
    (group commit on aiosqlite's writer thread, the default) and ``"process"`` (group commit in
-   a writer child process, hlmem.writer_process); the ack targets are judged on the better
+   a writer child process, hlmem.pipeline.writer); the ack targets are judged on the better
    mode, which the targets table names, and both modes' figures are printed.
 2. the ceiling: the very rows of the 1,000-session run, inserted with a plain batched
    ``executemany`` (same schema, same statement, same SQLite module, WAL + synchronous=NORMAL)

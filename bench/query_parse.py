@@ -11,8 +11,8 @@ Stdout: a table, then ONE JSON object with every figure on the last line. Progre
 **What is timed** (CPU seconds of this process, ``time.process_time``, best of the rounds): what
 recall computes from the query text alone, on texts of 20,000, 60,000 and 100,000 characters:
 the names it asks the store about (``query.name_batches``), the parse (``query.parse``: time
-words, entities, subject, through the protected-atom scan of :mod:`hlmem.atoms`), and the
-full-text terms (``segment.query_terms``, ``spelled_apart``). The atom caches are cleared
+words, entities, subject, through the protected-atom scan of :mod:`hlmem.lang.atoms.analysis`), and
+the full-text terms (``segment.query_terms``, ``spelled_apart``). The atom caches are cleared
 before each text. ``ratio_to_linear`` is (time at 100k / time at 20k) / 5: 1.0 for work linear
 in the length, 5.0 for quadratic work.
 
@@ -53,9 +53,11 @@ from typing import Any
 import anyio
 
 import hlmem
-from hlmem import atoms, query, segment
 from hlmem.config import load_config
 from hlmem.errors import InputError
+from hlmem.lang import segment
+from hlmem.lang.atoms import analysis as atoms
+from hlmem.recall import understanding as query
 
 SIZES = (20_000, 60_000, 100_000)
 WORST_SIZES = (5_000, 10_000, 20_000)

@@ -88,12 +88,11 @@ from recall_data import NAMESPACE, NOW, Generator, Query
 import hlmem
 from hlmem.clock import ManualClock
 from hlmem.config import Config, StoreConfig, load_config
-from hlmem.embedding import DEFAULT_DIM, LocalEmbedder
-from hlmem.fts import fts_search
+from hlmem.gateway import percentile
+from hlmem.index import choose_backend, fts_search
+from hlmem.lang import DEFAULT_DIM, LocalEmbedder
 from hlmem.memory import Memory
-from hlmem.ops import percentile
 from hlmem.store import Store, migrations, sqlite_module
-from hlmem.vector_index import choose_backend
 
 K = 10
 TARGETS_MS = {100_000: 15.0, 1_000_000: 80.0}

@@ -19,7 +19,7 @@ facts about people (employer, role, relation, tastes).
 stages would give them: texts in the rules extractor's style ("用户喜欢喝美式咖啡", "User is
 allergic to peanuts", a note's own text), importance, confidence, scope, valid time (a plan
 holds on its day), qualifiers, polarity. Dedup's exact step is reproduced: a claim whose
-content hash (``hlmem.slots.claim_hash``'s formula) matches a live claim of its namespace
+content hash (``hlmem.claims.slots.claim_hash``'s formula) matches a live claim of its namespace
 becomes evidence of that claim plus a ``claim_merges`` row instead of a new claim. Conflict is
 reproduced for single-valued slots (home, employer, theme, a person's employer and role, a
 service's owner and latency, a project's deadline): a new value supersedes the current claim
@@ -39,11 +39,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from hlmem.atoms import entities_of
+from hlmem.claims import slot_key, subject_key, value_key
 from hlmem.clock import iso
-from hlmem.lexicon import default_lexicon
-from hlmem.slots import slot_key, subject_key, value_key
-from hlmem.text import content_hash, derived_id, normalize
+from hlmem.lang import content_hash, default_lexicon, derived_id, normalize
+from hlmem.lang.atoms import entities_of
 
 #: the clock of the benchmark: the last turn happens just before it; recall asks at it
 NOW = datetime(2026, 6, 1, 9, 0, tzinfo=UTC)
@@ -762,8 +761,8 @@ class Generator:
 
 
 def claim_hash(spec: ClaimSpec) -> str:
-    """``hlmem.slots.claim_hash`` of the claim's draft (the same formula, without building the
-    pydantic draft; :func:`check_claim_hash` compares the two)."""
+    """``hlmem.claims.slots.claim_hash`` of the claim's draft (the same formula, without building
+    the pydantic draft; :func:`check_claim_hash` compares the two)."""
     quals = "\x1e".join(sorted(normalize(q) for q in spec.qualifiers))
     return content_hash(
         "\x1f".join(
@@ -776,11 +775,11 @@ class NameFinder:
     """The world's names in a text, as ``(surface, kind)``: people (person), cities (place),
     companies (org), projects (other) and tools (product).
 
-    The pipeline's dedup stage links a claim to ``hlmem.atoms.entities_of(text)``, which costs
-    0.3-0.7 ms a text (jieba part-of-speech tagging): about ten minutes for a million claims on
-    this machine. The generator knows which names it wrote, so the builder links those instead
-    and measures, on every :data:`ENTITY_SAMPLE`-th claim, how often ``entities_of`` finds the
-    same names (``entity_agreement`` in the build's figures).
+    The pipeline's dedup stage links a claim to ``hlmem.lang.atoms.analysis.entities_of(text)``,
+    which costs 0.3-0.7 ms a text (jieba part-of-speech tagging): about ten minutes for a million
+    claims on this machine. The generator knows which names it wrote, so the builder links those
+    instead and measures, on every :data:`ENTITY_SAMPLE`-th claim, how often ``entities_of`` finds
+    the same names (``entity_agreement`` in the build's figures).
     """
 
     def __init__(self, world: World) -> None:
@@ -866,9 +865,7 @@ def _derive(
 ) -> _Derived:
     """In a worker process: the columns the pipeline computes with jieba, the embedder and
     ``entities_of``, with the same functions the stages call."""
-    from hlmem.embedding import LocalEmbedder
-    from hlmem.event_terms import event_body
-    from hlmem.segment import index_text
+    from hlmem.lang import LocalEmbedder, event_body, index_text
 
     if "embedder" not in _WORKER:
         _WORKER["embedder"] = LocalEmbedder(dim)
@@ -1079,8 +1076,8 @@ async def build_store(
     transactions of about 10,000 claims through ``Store.run_in_transaction`` (the writer's
     page cache is raised to 1 GiB for the build: it changes what is written in no way). Columns
     the stages compute are computed by the same functions, in worker processes:
-    ``hlmem.segment.index_text`` of the dedup stage's search text (text, value and the
-    lexicon's words for the predicate) for a claim's FTS body, ``hlmem.event_terms.event_body``
+    ``hlmem.lang.segment.index_text`` of the dedup stage's search text (text, value and the
+    lexicon's words for the predicate) for a claim's FTS body, ``hlmem.lang.event_terms.event_body``
     for an event's, ``LocalEmbedder`` for the vectors (of each claim's text and each event's
     first ``embedder.event_max_chars`` characters, like the embedder stage: every event is
     indexed, so every event gets one), ``slot_key`` / ``value_key`` / ``content_hash``.
@@ -1098,7 +1095,7 @@ async def build_store(
     import anyio
 
     from hlmem.config import StoreConfig
-    from hlmem.embedding import DEFAULT_DIM, LocalEmbedder
+    from hlmem.lang import DEFAULT_DIM, LocalEmbedder
     from hlmem.store import Store, SyncTx
 
     assert callable(say)

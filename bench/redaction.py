@@ -6,7 +6,7 @@ Plain script, outside the test run::
 
     .venv/bin/python bench/redaction.py --quick
     .venv/bin/python bench/redaction.py
-    git show HEAD~3:src/hlmem/redaction.py > /tmp/old_redaction.py
+    git show HEAD~3:src/hlmem/lang/redaction.py > /tmp/old_redaction.py
     .venv/bin/python bench/redaction.py --module /tmp/old_redaction.py   # another version
 
 1. **Speed.** ``find_secrets`` over the ingest bench's ``ContentPool`` (zh + en, tool output
@@ -42,7 +42,7 @@ from typing import Any
 import eval_data
 from ingest import ContentPool
 
-import hlmem.redaction
+import hlmem.lang.redaction
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from secret_phrasings import LEAKS, SAFE
@@ -66,9 +66,9 @@ def log(msg: str) -> None:
 
 
 def load_module(path: str | None) -> ModuleType:
-    """hlmem.redaction, or the redaction module at ``path`` (e.g. an older version of it)."""
+    """hlmem.lang.redaction, or the redaction module at ``path`` (e.g. an older version of it)."""
     if path is None:
-        return hlmem.redaction
+        return hlmem.lang.redaction
     spec = importlib.util.spec_from_file_location("redaction_under_test", path)
     if spec is None or spec.loader is None:
         raise SystemExit(f"cannot load {path}")
@@ -175,7 +175,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"leaks redacted {found['leaks_redacted']}, safe untouched {found['safe_untouched']}")
     report = {
         "bench": "redaction",
-        "module": args.module or "hlmem.redaction",
+        "module": args.module or "hlmem.lang.redaction",
         "quick": args.quick,
         "speed": speed,
         "hostile": worst,

@@ -1,8 +1,8 @@
 """The atom scan as it was before it was made linear: the oracle of ``test_atom_scan.py``.
 
-Verbatim copies of ``hlmem.atom_spans.find_spans`` (with its ``_scan`` and ``overlaps``,
+Verbatim copies of ``hlmem.lang.atoms.spans.find_spans`` (with its ``_scan`` and ``overlaps``,
 which compared each match with every span found before it: quadratic in a long text) and of
-``hlmem.atom_words._english_entities`` (which copied the text before and after each name),
+``hlmem.lang.atoms.words._english_entities`` (which copied the text before and after each name),
 from the commit before the change. The canonical forms they call are unchanged and are read
 from the package. Nothing here is used by hlmem itself.
 """
@@ -12,10 +12,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from hlmem import atom_rules, atom_spans, atom_words
-from hlmem.atom_spans import Span
-from hlmem.atom_words import Entity
-from hlmem.text import normalize
+from hlmem.lang import normalize
+from hlmem.lang.atoms import Entity, Span
+from hlmem.lang.atoms import patterns as atom_rules
+from hlmem.lang.atoms import spans as atom_spans
+from hlmem.lang.atoms import words as atom_words
 
 
 def overlaps(spans: list[Span], start: int, end: int) -> bool:

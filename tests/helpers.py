@@ -12,9 +12,9 @@ from typing import Any
 import anyio
 
 from hlmem.config import Config, load_config
+from hlmem.jobs import JobSpec
 from hlmem.memory import Memory
 from hlmem.messages import Job, RecallItem, RecallResult
-from hlmem.queue import JobSpec
 from hlmem.stages.base import Stage
 from hlmem.store import SyncTx, sqlite_module
 

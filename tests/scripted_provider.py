@@ -6,7 +6,7 @@ reply (or the default one when the script is empty) and is recorded with its arr
 
     provider.script(status=429, headers={"Retry-After": "1"}).then(json=chat_reply("ok"))
 
-For what the simulated provider (``hlmem.sim_provider``) cannot express exactly: a given status
+For what the simulated provider (``hlmem.sim.server``) cannot express exactly: a given status
 sequence, a body that echoes the key, an answer slower than the client's timeout.
 """
 
@@ -21,7 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from hlmem.config import Config, load_config
-from hlmem.providers import ChatMessage, ChatRequest
+from hlmem.gateway import ChatMessage, ChatRequest
 
 
 def chat_reply(

@@ -13,8 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_redaction import SECRETS
 
-from hlmem import admission, redaction
-from hlmem.admission import (
+from hlmem.claims import (
     DEFAULT_UNTRUSTED_ORIGINS,
     DEFAULT_UNTRUSTED_SESSION_KINDS,
     GATE_PASSED,
@@ -25,8 +24,10 @@ from hlmem.admission import (
     source_decision,
     worth_extracting,
 )
+from hlmem.claims import admission_rules as admission
 from hlmem.config import AdmissionConfig
 from hlmem.errors import ConfigError
+from hlmem.lang import redaction
 from hlmem.messages import ClaimDraft, EvidenceSpan, OriginClass, SessionKind
 
 # --- source admission -------------------------------------------------------------------------

@@ -25,11 +25,9 @@ import pytest
 from helpers import connect_raw, fast_config, rows
 
 import hlmem
-from hlmem import arguments
 from hlmem.config import load_config
 from hlmem.errors import ConfigError, InputError
-from hlmem.jsonl import ingest_jsonl
-from hlmem.memory import Memory
+from hlmem.memory import Memory, arguments, ingest_jsonl
 
 pytestmark = pytest.mark.anyio
 

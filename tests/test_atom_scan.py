@@ -24,8 +24,12 @@ import atoms_reference as ref
 import pytest
 from atom_pairs import MUST_MERGE, MUST_NOT_MERGE
 
-from hlmem import atom_rules, atom_spans, atom_words, atoms, query
-from hlmem.atom_spans import Span, SpanIndex
+from hlmem.lang.atoms import Span, SpanIndex
+from hlmem.lang.atoms import analysis as atoms
+from hlmem.lang.atoms import patterns as atom_rules
+from hlmem.lang.atoms import spans as atom_spans
+from hlmem.lang.atoms import words as atom_words
+from hlmem.recall import understanding as query
 
 NOW = datetime(2026, 5, 20, 9, 0, tzinfo=UTC)
 
@@ -35,7 +39,7 @@ TABLE = [
     "mail bob@example.com or a.b+c@x.io, then @alice.dev; ping 10.0.0.1:8080",
     "a@b.c+d@e.f and x@@y.z, @@@, foo@bar, foo@bar.",
     "下周三下午三点在三楼开会，预算两千元，每天喝3杯咖啡",
-    "see /usr/local/bin/python3.11 and C:\\Users\\me\\a.txt or src/hlmem/query.py",
+    "see /usr/local/bin/python3.11 and C:\\Users\\me\\a.txt or src/hlmem/recall/understanding.py",
     "“北京”和'quoted text' and `code_name()` and 《三体》",
     "Python 3.11 vs python3.12, numpy 1.26.4, v2.0-beta, 版本 1.2, 1.2版",
     "Meet me at 10:30 tomorrow morning, or on Fri. at noon; every Monday at 9 am",

@@ -10,8 +10,8 @@ import sys
 import pytest
 from atom_pairs import MUST_MERGE, MUST_NOT_MERGE
 
-from hlmem.atom_spans import zh_number
-from hlmem.atoms import (
+from hlmem.lang import language_of
+from hlmem.lang.atoms import (
     SIMILARITY_THRESHOLD,
     Atoms,
     atoms_of,
@@ -19,8 +19,8 @@ from hlmem.atoms import (
     entities_of,
     same_fact,
     similarity,
+    zh_number,
 )
-from hlmem.text import language_of
 
 # --- the labelled pairs ----------------------------------------------------------------------
 
@@ -232,7 +232,7 @@ def test_dates_weekdays_times(text: str, family: str, expected: set[str]) -> Non
     [
         ("日志在 /var/log/hlmem/app.log 里", {"/var/log/hlmem/app.log"}),
         ("The config lives in ~/.config/hlmem/config.toml.", {"~/.config/hlmem/config.toml"}),
-        ("Edit src/hlmem/atoms.py", {"src/hlmem/atoms.py"}),
+        ("Edit src/hlmem/lang/atoms/analysis.py", {"src/hlmem/lang/atoms/analysis.py"}),
         ("Data is in C:\\Users\\me\\data", {"C:\\Users\\me\\data"}),
         ("文档在 https://Docs.Example.com/V1/ 上", {"https://docs.example.com/V1"}),
         ("Visit example.com today", {"example.com"}),
@@ -441,7 +441,7 @@ def test_similarity_is_symmetric_and_deterministic() -> None:
     here = [[similarity(a, b), sorted(disagreements(atoms_of(a), atoms_of(b)))] for a, b in probe]
     script = (
         "import json, sys\n"
-        "from hlmem.atoms import atoms_of, disagreements, similarity\n"
+        "from hlmem.lang.atoms.analysis import atoms_of, disagreements, similarity\n"
         "pairs = json.loads(sys.stdin.read())\n"
         "print(json.dumps([[similarity(a, b), sorted(disagreements(atoms_of(a), atoms_of(b)))]"
         " for a, b in pairs]))\n"
@@ -460,7 +460,7 @@ def test_similarity_is_symmetric_and_deterministic() -> None:
 
 def test_warm_comparisons_reuse_cached_features() -> None:
     """A rough speed check: after one pass, comparisons only reuse cached per-text features."""
-    from hlmem import atoms
+    from hlmem.lang.atoms import analysis as atoms
 
     texts = [t for a, b, _ in MUST_NOT_MERGE for t in (a, b)]
     for text in texts:

@@ -11,7 +11,7 @@ import itertools
 
 from atom_pairs import MUST_MERGE, MUST_NOT_MERGE
 
-from hlmem import atoms
+from hlmem.lang.atoms import analysis as atoms
 
 PAIRS = [(a, b) for a, b, _ in MUST_NOT_MERGE] + list(MUST_MERGE)
 SUBJECTS = [("", ""), ("user", "用户"), ("Alice", "alice"), ("Alice", "Bob"), ("老王", "")]

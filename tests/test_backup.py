@@ -20,10 +20,10 @@ from test_cli import ok_json
 from test_portable import TABLES, build, by_value
 
 import hlmem
-from hlmem.backup import restore
 from hlmem.clock import ManualClock
 from hlmem.config import Config
 from hlmem.errors import InputError, StoreBusy
+from hlmem.portable import restore
 
 pytestmark = pytest.mark.anyio
 

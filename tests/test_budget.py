@@ -20,13 +20,12 @@ import pytest
 from helpers import rows, wait_until
 from scripted_provider import PROVIDER, ScriptedProvider, chat_request, gateway_config
 
-from hlmem.budget import Budget, CallInfo, Tokens
 from hlmem.clock import ManualClock, SystemClock
 from hlmem.config import Config, PipelineConfig, StageConfig, load_config
 from hlmem.errors import BudgetExceeded, ConfigError, Parkable
-from hlmem.gateway import Gateway
+from hlmem.gateway import Budget, CallInfo, Gateway, Tokens
+from hlmem.jobs import JobQueue, JobSpec
 from hlmem.messages import FlushRequested, Job
-from hlmem.queue import JobQueue, JobSpec
 from hlmem.stages.base import Stage, StageRunner
 from hlmem.store import Store, SyncTx
 
@@ -37,8 +36,6 @@ pytestmark = pytest.mark.anyio
 #: scripted server's default reply (10 prompt, 5 completion tokens), costs exactly SPENT
 WORST = 0.1045
 SPENT = 0.01
-
-
 
 
 class Probe(Stage[list[str]]):
@@ -256,7 +253,7 @@ async def test_a_hold_of_another_host_is_released_only_after_the_ttl(
 
 
 def elsewhere_attempts() -> Any:
-    from hlmem.budget import Attempts
+    from hlmem.gateway import Attempts
 
     return Attempts(sent=1, latency_ms=5.0)
 
@@ -265,9 +262,9 @@ CRASHING_CALL = textwrap.dedent(
     """
     import sys, anyio
     from hlmem.config import load_config
-    from hlmem.gateway import Gateway
-    from hlmem.providers import ChatMessage, ChatRequest
-    from hlmem.store import Store
+    from hlmem.gateway.client import Gateway
+    from hlmem.gateway.providers import ChatMessage, ChatRequest
+    from hlmem.store.db import Store
 
     async def main(db, base_url):
         cfg = load_config(env={}, overrides={

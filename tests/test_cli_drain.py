@@ -15,8 +15,7 @@ from typing import Any
 from helpers import rows
 from test_cli import hlmem
 
-from hlmem.sim_provider import SimProvider
-from hlmem.sim_state import SimSettings
+from hlmem.sim import SimProvider, SimSettings
 
 
 def config_file(

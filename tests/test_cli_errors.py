@@ -1,6 +1,6 @@
 """Bad paths, corrupt files and closed pipes, through the real ``hlmem`` command line.
 
-A mistyped ``--db`` must not create a database: only the commands in ``hlmem.cli.CREATES`` may
+A mistyped ``--db`` must not create a database: only the commands in ``hlmem.cli.app.CREATES`` may
 create the file, every other one says it does not exist (exit 1) and leaves the folder as it
 was, ``-wal`` and ``-shm`` included. A corrupt or foreign file, a directory or an unreachable
 place gives one line on stderr and exit 1, never a traceback (``hlmem()`` of ``test_cli``
@@ -280,7 +280,7 @@ def test_recall_into_a_closed_pipe_ends_quietly_with_141(good_store: Path, tmp_p
 
 
 def test_every_exit_code_is_documented_in_help_docstring_and_readme() -> None:
-    import hlmem.cli
+    import hlmem.cli.app
 
     help_text = build_parser().format_help()
     assert "exit codes:" in help_text
@@ -288,5 +288,5 @@ def test_every_exit_code_is_documented_in_help_docstring_and_readme() -> None:
     section = section[: section.index("\n## ", 3)]
     for code in EXIT_CODES:
         assert f"  {code} " in help_text, code
-        assert f"- {code}: " in (hlmem.cli.__doc__ or ""), code
+        assert f"- {code}: " in (hlmem.cli.app.__doc__ or ""), code
         assert f"`{code}`" in section, code

@@ -15,9 +15,9 @@ from helpers import claim_items, fast_config, rows, scalar
 
 import hlmem
 from hlmem.clock import ManualClock
+from hlmem.jobs import JobSpec
 from hlmem.memory import Memory
 from hlmem.messages import JOB_PAYLOAD, Claim, OriginClass, SessionKind
-from hlmem.queue import JobSpec
 
 pytestmark = pytest.mark.anyio
 

@@ -15,8 +15,8 @@ from atom_pairs import MUST_MERGE, MUST_NOT_MERGE
 from helpers import fast_config, rows
 
 import hlmem
+from hlmem.lang import language_of
 from hlmem.memory import Memory
-from hlmem.text import language_of
 
 pytestmark = pytest.mark.anyio
 

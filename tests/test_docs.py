@@ -110,7 +110,7 @@ def test_set_up_blocks_match_the_package_metadata() -> None:
     quickstart = next(b for b in shell if "hlmem quickstart" in b)
     tests = next(b for b in shell if "pytest" in b)
     assert "hlmem" in project["scripts"]
-    assert project["scripts"]["hlmem"] == "hlmem.cli:main"
+    assert project["scripts"]["hlmem"] == "hlmem.cli.app:main"
     for extra in re.findall(r"\.\[(\w+)\]", tests):
         assert extra in project["optional-dependencies"]
     assert "pytest" in " ".join(project["optional-dependencies"]["test"])

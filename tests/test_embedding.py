@@ -15,9 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from hlmem import embedding as emb
-from hlmem.embedding import DEFAULT_DIM, MODEL_ID, LocalEmbedder, cosine, model_version
-from hlmem.text import normalize
+from hlmem.lang import DEFAULT_DIM, MODEL_ID, LocalEmbedder, cosine, model_version, normalize
+from hlmem.lang import embedding as emb
 
 # (stored claim, a paraphrase or a question about it): each question must find its own claim
 # among all the others.
@@ -126,7 +125,7 @@ def test_overlap_orders_similarity(embedder: LocalEmbedder) -> None:
 
 _SCRIPT = """
 import hashlib, sys
-from hlmem.embedding import LocalEmbedder
+from hlmem.lang.embedding import LocalEmbedder
 texts = sys.stdin.read().split("\\n")
 print(hashlib.sha256(LocalEmbedder().embed(texts).tobytes()).hexdigest())
 """

@@ -23,7 +23,7 @@ import eval_retrieval  # type: ignore[import-not-found, unused-ignore]
 from bm25 import BM25  # type: ignore[import-not-found, unused-ignore]
 
 from hlmem import Claim, ClaimStatus, EvidenceSpan, RecallHit
-from hlmem.text import tokens
+from hlmem.lang import tokens
 
 # --- BM25 -------------------------------------------------------------------------------------
 

@@ -20,9 +20,9 @@ from test_model_extraction import model_config
 
 import hlmem
 from hlmem.clock import ManualClock
-from hlmem.explain import render
+from hlmem.lifecycle import render
 from hlmem.memory import Memory
-from hlmem.sim_provider import SimProvider
+from hlmem.sim import SimProvider
 
 pytestmark = pytest.mark.anyio
 

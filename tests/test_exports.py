@@ -76,15 +76,16 @@ def test_version_matches_the_installed_distribution() -> None:
 
 
 def test_the_helper_childs_imports_leave_the_facade_unloaded() -> None:
-    """The pipeline's CPU helper child (``python -m hlmem.offload``) starts at every burst:
+    """The pipeline's CPU helper child (``python -m hlmem.pipeline.offload``) starts at every burst:
     what it imports must not pull in the memory facade (store, pipeline, recall, gateway) or
     the configuration's models, which the package loads only when they are first used."""
     code = (
-        "import sys, hlmem.offload\n"
-        "from hlmem import atoms, langdata, segment\n"
-        "from hlmem.admission import gate\n"
-        "from hlmem.embedding import LocalEmbedder\n"
-        "from hlmem.event_terms import event_body\n"
+        "import sys, hlmem.pipeline.offload\n"
+        "from hlmem.lang import langdata, segment\n"
+        "from hlmem.lang.atoms import analysis\n"
+        "from hlmem.claims.admission_rules import gate\n"
+        "from hlmem.lang.embedding import LocalEmbedder\n"
+        "from hlmem.lang.event_terms import event_body\n"
         "from hlmem.rules import RulesExtractor\n"
         "print(' '.join(sorted(m for m in sys.modules if m.startswith('hlmem'))))\n"
         "import hlmem\n"
@@ -92,6 +93,7 @@ def test_the_helper_childs_imports_leave_the_facade_unloaded() -> None:
     )
     out = python_lines(code)
     loaded = set(out[0].split())
-    assert {"hlmem.offload", "hlmem.rules", "hlmem.atoms"} <= loaded
-    assert not loaded & {"hlmem.config", "hlmem.memory", "hlmem.store", "hlmem.recall"}, loaded
+    assert {"hlmem.pipeline.offload", "hlmem.rules", "hlmem.lang.atoms.analysis"} <= loaded
+    facade = {"hlmem.config", "hlmem.memory.facade", "hlmem.store.db", "hlmem.recall.recaller"}
+    assert not loaded & facade, loaded
     assert out[1] == "auto hlmem.config"  # and the lazy names still resolve

@@ -33,15 +33,15 @@ from test_cli import ok_json
 from test_model_extraction import model_config
 
 import hlmem
+from hlmem.claims import RELINK_REASON
 from hlmem.clock import ManualClock
-from hlmem.embedding import LocalEmbedder
-from hlmem.forget import RELINK_REASON
-from hlmem.forget_request import forget_requests, is_forget_request
+from hlmem.index import VectorIndex
+from hlmem.jobs import JobSpec
+from hlmem.lang import LocalEmbedder
 from hlmem.memory import Memory
 from hlmem.messages import JOB_PAYLOAD, Claim
-from hlmem.queue import JobSpec
-from hlmem.sim_provider import SimProvider
-from hlmem.vector_index import VectorIndex
+from hlmem.rules import forget_requests, is_forget_request
+from hlmem.sim import SimProvider
 
 pytestmark = pytest.mark.anyio
 

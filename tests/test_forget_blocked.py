@@ -24,10 +24,9 @@ from test_cli import jsonl
 
 import hlmem
 from hlmem.clock import ManualClock, iso
-from hlmem.jsonl import ingest_jsonl
-from hlmem.memory import Memory
+from hlmem.jobs import JobSpec
+from hlmem.memory import Memory, ingest_jsonl
 from hlmem.messages import JOB_PAYLOAD
-from hlmem.queue import JobSpec
 
 pytestmark = pytest.mark.anyio
 

@@ -9,7 +9,7 @@ import pytest
 
 from hlmem.config import StoreConfig
 from hlmem.errors import ClosedError, InputError
-from hlmem.fts import (
+from hlmem.index import (
     FTS_DELETE,
     FTS_INSERT,
     FtsHit,
@@ -21,7 +21,7 @@ from hlmem.fts import (
     fts_search,
     fts_search_sync,
 )
-from hlmem.segment import index_text, load_user_dictionary, query_terms
+from hlmem.lang import index_text, load_user_dictionary, query_terms
 from hlmem.store import Store
 
 pytestmark = pytest.mark.anyio
@@ -363,7 +363,7 @@ async def test_every_and_allow(store: Store) -> None:
         ("claim", "tom-nelson", "default", "Tom Nelson likes tea"),
     ]
     await index(store, items)
-    from hlmem.fts import fts_search_terms
+    from hlmem.index import fts_search_terms
 
     def names(hits: list[FtsHit]) -> set[str]:
         return {h.item_id for h in hits}
@@ -386,8 +386,8 @@ async def test_match_ids_finds_what_mentions_every_term_newest_first(
 ) -> None:
     """Recall's entity scan: unranked, newest first, every term, one namespace (both the wide
     and the namespace-token path), and the same items as the ranked search asked for all."""
-    from hlmem.fts import fts_search_terms, match_ids
-    from hlmem.segment import query_terms
+    from hlmem.index import fts_search_terms, match_ids
+    from hlmem.lang import query_terms
 
     items: list[FtsItem] = [
         ("claim", "zh-1", "team", "长城项目的截止日期是周五"),
@@ -414,8 +414,8 @@ async def test_a_glued_compound_no_item_holds_is_searched_as_its_parts(store: St
     """ "billing-api" is asked for as the token "billingapi" (cheap to rank), which every body
     of a hyphenated, underscored or glued spelling holds; text that spells it with spaces only
     is found through the phrase of its parts, in English and in Chinese text alike."""
-    from hlmem.fts import fts_search_terms, match_ids
-    from hlmem.segment import query_terms, spelled_apart
+    from hlmem.index import fts_search_terms, match_ids
+    from hlmem.lang import query_terms, spelled_apart
 
     spaced: list[FtsItem] = [
         ("claim", "en-spaced", "ops", "the billing api is down again"),
@@ -449,9 +449,8 @@ async def test_every_term_finds_an_event_by_the_ngrams_of_a_long_han_word(store:
     """An event body holds Han words of at most three characters whole ("北京大学" only as
     北京大 and 京大学): asked for every term of "北京大学" (recall's entity scan), a claim is
     found by the word and an event by its n-grams; an English name alike in both."""
-    from hlmem.event_terms import event_body
-    from hlmem.fts import fts_search_terms, match_ids
-    from hlmem.segment import query_terms
+    from hlmem.index import fts_search_terms, match_ids
+    from hlmem.lang import event_body, query_terms
 
     rows = [
         fts_row("claim", "zh-claim", "uni", "我在北京大学读研究生"),
@@ -480,8 +479,8 @@ async def test_another_namespace_never_decides_how_a_compound_is_searched(
     """ "billing-api" falls back to the phrase of its parts when no item of *this* namespace
     holds the glued token, whatever other namespaces hold (their rows are counted with this
     one's when it is large: the search then checks its own rows)."""
-    from hlmem.fts import match_ids
-    from hlmem.segment import spelled_apart
+    from hlmem.index import match_ids
+    from hlmem.lang import spelled_apart
 
     items: list[FtsItem] = [
         ("claim", "here-en", "here", "the billing api is down again"),
@@ -505,7 +504,7 @@ async def test_joining_only_the_best_rows_finds_what_joining_every_row_finds(
     index's best 2 * limit to recall_docs, and runs the full join (``fts_ranked``) when too
     few of those are the namespace's: here the best rows are another namespace's, told more
     often. Either way, the items and their order are those of the full join."""
-    from hlmem.segment import query_terms
+    from hlmem.lang import query_terms
 
     items: list[FtsItem] = []
     for i in range(12):

@@ -1,5 +1,5 @@
 """Re-derived full-text rows are the rows the pipeline writes: events re-indexed by
-:func:`hlmem.fts.fts_backfill` get the extractor's body, claims re-indexed by it or by
+:func:`hlmem.index.fts.fts_backfill` get the extractor's body, claims re-indexed by it or by
 maintenance get the dedup stage's. Events and claims come in through the real pipeline, in
 Chinese and English; the assertions read the database file.
 """
@@ -12,7 +12,7 @@ import pytest
 from helpers import fast_config, rows
 
 import hlmem
-from hlmem.fts import FTS_DELETE, fts_backfill, fts_key
+from hlmem.index import FTS_DELETE, fts_backfill, fts_key
 
 pytestmark = pytest.mark.anyio
 

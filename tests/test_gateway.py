@@ -2,7 +2,7 @@
 
 Exact reply sequences come from the scripted server (``scripted_provider.py``); load-like runs
 (429 storms, injected 5xx and garbage, rate limits, slow answers) from the simulated provider
-(``hlmem.sim_provider``). Assertions are on outcomes: answers, raised errors, ledger rows and
+(``hlmem.sim.server``). Assertions are on outcomes: answers, raised errors, ledger rows and
 what the server saw.
 """
 
@@ -46,11 +46,19 @@ from hlmem.errors import (
     RateLimited,
     Retryable,
 )
-from hlmem.gateway import Gateway, load_plugin_presets, redact, retry_after_s
-from hlmem.ops import ops_report, render
-from hlmem.providers import EmbedRequest, RerankRequest, estimate_chat_tokens, estimate_tokens
-from hlmem.sim_provider import SimProvider
-from hlmem.sim_state import SimSettings
+from hlmem.gateway import (
+    EmbedRequest,
+    Gateway,
+    RerankRequest,
+    estimate_chat_tokens,
+    estimate_tokens,
+    load_plugin_presets,
+    ops_report,
+    redact,
+    render,
+    retry_after_s,
+)
+from hlmem.sim import SimProvider, SimSettings
 from hlmem.store import Store
 
 pytestmark = pytest.mark.anyio
@@ -616,7 +624,7 @@ def plugin_dist(tmp_path: Path) -> Iterator[Path]:
         "[hlmem.providers]\ngood = good_plugin:PRESET\nevil = evil_plugin:PRESET\n"
     )
     (site / "good_plugin.py").write_text(
-        "from hlmem.providers import ProviderPreset\n"
+        "from hlmem.gateway.providers import ProviderPreset\n"
         "PRESET = ProviderPreset(name='good', base_url='http://127.0.0.1:9/v1')\n"
     )
     marker = tmp_path / "evil-imported"

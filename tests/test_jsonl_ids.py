@@ -21,7 +21,7 @@ from helpers import assert_consistent, count, fast_config, rows
 from test_cli import hlmem as run_hlmem
 
 import hlmem
-from hlmem.jsonl import ingest_jsonl
+from hlmem.memory import ingest_jsonl
 
 
 def summary(proc: subprocess.CompletedProcess[str]) -> tuple[int, int, int]:

@@ -1,4 +1,4 @@
-"""``hlmem.langdata``: jieba's default tables from hlmem's cache cut exactly as jieba's own.
+"""``hlmem.lang.langdata``: jieba's default tables from hlmem's cache cut exactly as jieba's own.
 
 Each case runs in a fresh interpreter (jieba's tables are per process), with the cache in a
 directory of its own: the first process loads jieba's way and writes the cache, the next ones
@@ -17,9 +17,10 @@ from typing import Any
 PROBE = r"""
 import dataclasses, hashlib, json, sys
 from pathlib import Path
-from hlmem import atoms, langdata, segment
-from hlmem.event_terms import event_body
-from hlmem.text import tokens
+from hlmem.lang import langdata, segment
+from hlmem.lang.atoms import analysis as atoms
+from hlmem.lang.event_terms import event_body
+from hlmem.lang.text import tokens
 
 cached = langdata.load(cache_dir=Path(sys.argv[1]))
 segment.load()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hlmem.errors import ConfigError
-from hlmem.lexicon import Lexicon, default_lexicon, load_lexicon, predicate_key
+from hlmem.lang import Lexicon, default_lexicon, load_lexicon, predicate_key
 from hlmem.messages import Role, WindowPiece, WindowText
 from hlmem.rules import NAME, RulesExtractor
 
@@ -22,8 +22,14 @@ def lex() -> Lexicon:
 
 def window(text: str) -> WindowText:
     piece = WindowPiece(
-        event_id="e", chunk_no=0, chunk_count=1, start_char=0, end_char=len(text),
-        role=Role.USER, text=text, occurred_at=datetime(2026, 8, 12, tzinfo=UTC),
+        event_id="e",
+        chunk_no=0,
+        chunk_count=1,
+        start_char=0,
+        end_char=len(text),
+        role=Role.USER,
+        text=text,
+        occurred_at=datetime(2026, 8, 12, tzinfo=UTC),
     )
     return WindowText(window_id="w", namespace="n", session_id="s", pieces=(piece,))
 
@@ -33,8 +39,22 @@ def window(text: str) -> WindowText:
 
 @pytest.mark.parametrize(
     "predicate",
-    ["name", "location", "employer", "ui_theme", "team", "hometown", "occupation", "age",
-     "birthday", "email", "reply_language", "diet", "home", "favorite_color"],
+    [
+        "name",
+        "location",
+        "employer",
+        "ui_theme",
+        "team",
+        "hometown",
+        "occupation",
+        "age",
+        "birthday",
+        "email",
+        "reply_language",
+        "diet",
+        "home",
+        "favorite_color",
+    ],
 )
 def test_single_valued_predicates(lex: Lexicon, predicate: str) -> None:
     assert not lex.is_multi_valued(predicate)
@@ -42,8 +62,21 @@ def test_single_valued_predicates(lex: Lexicon, predicate: str) -> None:
 
 @pytest.mark.parametrize(
     "predicate",
-    ["likes", "prefers", "drinks", "eats", "uses", "note", "plan", "skill", "pets", "allergy",
-     "speaks", "no_such_predicate", "favorite"],
+    [
+        "likes",
+        "prefers",
+        "drinks",
+        "eats",
+        "uses",
+        "note",
+        "plan",
+        "skill",
+        "pets",
+        "allergy",
+        "speaks",
+        "no_such_predicate",
+        "favorite",
+    ],
 )
 def test_multi_valued_predicates_and_unknown_ones(lex: Lexicon, predicate: str) -> None:
     assert lex.is_multi_valued(predicate)
@@ -118,9 +151,7 @@ def test_slot_of_value(lex: Lexicon, value: str, slot: str | None) -> None:
         ("咖啡", "drinks", "咖啡"),
     ],
 )
-def test_canonical_value(
-    lex: Lexicon, value: str, predicate: str | None, canonical: str
-) -> None:
+def test_canonical_value(lex: Lexicon, value: str, predicate: str | None, canonical: str) -> None:
     assert lex.canonical_value(value, predicate) == canonical
 
 
@@ -168,8 +199,16 @@ def test_homes(lex: Lexicon) -> None:
 
 @pytest.mark.parametrize(
     ("value", "is_job"),
-    [("程序员", True), ("产品经理", True), ("software engineer", True), ("Teacher", True),
-     ("data scientist", True), ("bit tired", False), ("好人", False), ("fan", False)],
+    [
+        ("程序员", True),
+        ("产品经理", True),
+        ("software engineer", True),
+        ("Teacher", True),
+        ("data scientist", True),
+        ("bit tired", False),
+        ("好人", False),
+        ("fan", False),
+    ],
 )
 def test_occupations(lex: Lexicon, value: str, is_job: bool) -> None:
     assert lex.is_occupation(value) is is_job

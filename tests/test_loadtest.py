@@ -24,15 +24,22 @@ import pytest
 from helpers import fast_config, rows, scalar
 
 from hlmem import cli
-from hlmem.admission import worth_extracting
+from hlmem.claims import worth_extracting
 from hlmem.errors import ConfigError, InputError
-from hlmem.loadgen import ConversationGenerator, GenTurn
-from hlmem.loadreport import LoadReport, Sample, stage_flows, verdict
-from hlmem.loadtest import LoadSpec, run_loadtest
+from hlmem.loadtest import (
+    ConversationGenerator,
+    GenTurn,
+    LoadReport,
+    LoadSpec,
+    Sample,
+    render_html,
+    run_loadtest,
+    stage_flows,
+    verdict,
+)
 from hlmem.messages import OriginClass, Role, WindowPiece, WindowText
-from hlmem.report_html import render_html
 from hlmem.rules import extract
-from hlmem.sim_provider import SimProvider
+from hlmem.sim import SimProvider
 
 pytestmark = pytest.mark.anyio
 
@@ -531,7 +538,7 @@ def test_the_cli_refuses_a_real_provider_without_a_budget(
 
 
 def test_the_text_summary_names_the_figures(small_run: tuple[LoadReport, Path]) -> None:
-    from hlmem.loadreport import render
+    from hlmem.loadtest import render
 
     text = render(small_run[0])
     for needle in ("ack", "e2e", "calls", "cost", "429s", "kept up", "events offered = stored"):

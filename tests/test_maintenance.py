@@ -35,12 +35,12 @@ from test_cli import hlmem as hlmem_cli
 import hlmem
 from hlmem.clock import ManualClock
 from hlmem.config import Config
+from hlmem.jobs import JobSpec
+from hlmem.lang import language_of
 from hlmem.memory import Memory
 from hlmem.messages import FlushRequested, JobStatus, MaintenanceTick
-from hlmem.queue import JobSpec
 from hlmem.stages.maintenance import Maintenance
 from hlmem.store import SyncTx
-from hlmem.text import language_of
 
 pytestmark = pytest.mark.anyio
 

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from hlmem.jobs import JobSpec
 from hlmem.messages import (
     JOB_PAYLOAD,
     EventIn,
@@ -16,11 +17,8 @@ from hlmem.messages import (
     SessionEnded,
     WindowClosed,
 )
-from hlmem.queue import JobSpec
 
-ids = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=40
-)
+ids = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=40)
 payloads = st.one_of(
     st.builds(EventsAdded, event_ids=st.lists(ids, min_size=1, max_size=20).map(tuple)),
     st.builds(SessionEnded, namespace=ids, session_id=ids),

@@ -19,8 +19,7 @@ from hlmem.clock import ManualClock
 from hlmem.config import Config
 from hlmem.memory import Memory
 from hlmem.messages import OriginClass, SessionKind, WindowClosed
-from hlmem.sim_provider import SimProvider
-from hlmem.sim_state import SimSettings
+from hlmem.sim import SimProvider, SimSettings
 
 pytestmark = pytest.mark.anyio
 

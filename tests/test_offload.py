@@ -20,14 +20,12 @@ import pytest
 from helpers import fast_config, python_lines, rows, wait_until
 
 import hlmem
-from hlmem.admission import gate, window_worth_extracting
+from hlmem.claims import gate, window_worth_extracting
 from hlmem.config import Config, PipelineConfig, WindowerConfig
-from hlmem.embedding import LocalEmbedder
-from hlmem.event_terms import event_body
-from hlmem.lexicon import default_lexicon
+from hlmem.lang import LocalEmbedder, default_lexicon, event_body
 from hlmem.memory import Memory
 from hlmem.messages import EventsAdded, Job, Role, WindowPiece, WindowText, window_tuple
-from hlmem.offload import Offloader
+from hlmem.pipeline import Offloader
 from hlmem.rules import RulesExtractor
 from hlmem.stages.windower import Windower
 
@@ -449,7 +447,7 @@ def test_the_child_skips_pkg_resources_and_jieba_still_opens_its_files() -> None
     plain ``open``."""
     code = (
         "import sys\n"
-        "from hlmem.langdata import skip_pkg_resources\n"
+        "from hlmem.lang.langdata import skip_pkg_resources\n"
         "skip_pkg_resources()\n"
         "import jieba\n"
         "print(sys.modules.get('pkg_resources') is None)\n"

@@ -23,10 +23,8 @@ import hlmem
 from hlmem.clock import ManualClock
 from hlmem.config import Config
 from hlmem.errors import InputError, ProviderUnavailable
-from hlmem.gateway import Gateway
-from hlmem.ops import ops_report, parse_since, percentile, render
-from hlmem.sim_provider import SimProvider
-from hlmem.sim_state import SimSettings
+from hlmem.gateway import Gateway, ops_report, parse_since, percentile, render
+from hlmem.sim import SimProvider, SimSettings
 from hlmem.store import Store
 
 pytestmark = pytest.mark.anyio

@@ -21,12 +21,10 @@ from scripted_provider import PROVIDER, ScriptedProvider, chat_request, gateway_
 import hlmem
 from hlmem.clock import ManualClock, SystemClock
 from hlmem.config import Config, PipelineConfig, StageConfig
-from hlmem.gateway import Gateway
+from hlmem.gateway import Gateway, ops_report, render
+from hlmem.jobs import JobQueue, JobSpec
 from hlmem.messages import FlushRequested, Job
-from hlmem.ops import ops_report, render
-from hlmem.queue import JobQueue, JobSpec
-from hlmem.sim_provider import SimProvider
-from hlmem.sim_state import SimSettings
+from hlmem.sim import SimProvider, SimSettings
 from hlmem.stages.base import Stage, StageRunner
 from hlmem.store import Store, SyncTx
 

@@ -23,8 +23,8 @@ from test_cli import ok_json
 import hlmem
 from hlmem.clock import ManualClock
 from hlmem.config import Config
-from hlmem.embedding import model_version
 from hlmem.errors import InputError
+from hlmem.lang import model_version
 from hlmem.memory import Memory
 from hlmem.messages import Claim
 

@@ -14,32 +14,30 @@ from hypothesis import strategies as st
 
 from hlmem import rules
 from hlmem.errors import BadProviderOutput, ConfigError
-from hlmem.messages import ClaimDraft, Role, WindowPiece, WindowText
-from hlmem.prompts import (
+from hlmem.gateway import (
     EXTRACTION_PROMPT_ID,
-    answer_for,
-    is_extraction,
-    parse_answer,
-    parse_extraction,
-    read_window_lines,
-    render_extraction,
-)
-from hlmem.providers import (
     PRESETS,
     ChatMessage,
     ChatRequest,
     EmbedRequest,
     RerankRequest,
+    answer_for,
     build_chat,
     build_embed,
     build_rerank,
     estimate_chat_tokens,
     estimate_tokens,
+    is_extraction,
+    parse_answer,
     parse_chat,
     parse_embed,
+    parse_extraction,
     parse_rerank,
     preset,
+    read_window_lines,
+    render_extraction,
 )
+from hlmem.messages import ClaimDraft, Role, WindowPiece, WindowText
 
 PRESET_NAMES = sorted(PRESETS)
 T0 = datetime(2024, 5, 3, 9, 30, tzinfo=UTC)

@@ -18,7 +18,7 @@ import pytest
 from helpers import fast_config
 
 import hlmem
-from hlmem import query
+from hlmem.recall import understanding as query
 
 pytestmark = pytest.mark.anyio
 

@@ -10,8 +10,8 @@ from helpers import connect_raw
 
 from hlmem.config import StageConfig, StoreConfig
 from hlmem.errors import LeaseLost
+from hlmem.jobs import JobQueue, JobSpec, owner_is_dead, retry_decision
 from hlmem.messages import JobStatus, SessionEnded
-from hlmem.queue import JobQueue, JobSpec, owner_is_dead, retry_decision
 from hlmem.store import QUERIES, Store
 
 pytestmark = pytest.mark.anyio

@@ -16,14 +16,13 @@ import pytest
 from helpers import fast_config, rows
 
 import hlmem
-from hlmem import query as query_mod
 from hlmem.clock import ManualClock
-from hlmem.fts import fts_search
+from hlmem.index import fts_search
+from hlmem.lang import content_hash, normalize
 from hlmem.memory import Memory
 from hlmem.messages import OriginClass, RecallResult
-from hlmem.query import name_candidates
-from hlmem.recall_items import first_claims, fold_keys, fold_order
-from hlmem.text import content_hash, normalize
+from hlmem.recall import first_claims, fold_keys, fold_order, name_candidates
+from hlmem.recall import understanding as query_mod
 
 pytestmark = pytest.mark.anyio
 

@@ -15,9 +15,9 @@ import pytest
 from helpers import fast_config
 
 import hlmem
-from hlmem import query as query_mod
 from hlmem.clock import ManualClock
 from hlmem.messages import RecallResult
+from hlmem.recall import understanding as query_mod
 
 pytestmark = pytest.mark.anyio
 

@@ -20,7 +20,7 @@ import hlmem
 from hlmem.clock import ManualClock
 from hlmem.config import StoreConfig
 from hlmem.errors import ClosedError, StoreError
-from hlmem.fts import (
+from hlmem.index import (
     FTS_INSERT,
     FtsItem,
     fts_row,
@@ -29,7 +29,7 @@ from hlmem.fts import (
     match_ids,
     match_ids_sync,
 )
-from hlmem.segment import query_terms
+from hlmem.lang import query_terms
 from hlmem.store import Store, SyncReader
 
 pytestmark = pytest.mark.anyio

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from secret_phrasings import LEAKS, SAFE
 
-from hlmem.redaction import (
+from hlmem.lang import (
     SECRET_KINDS,
     cn_id_valid,
     find_secrets,
@@ -223,7 +223,8 @@ def test_redaction_is_idempotent_and_spans_are_ordered(parts: list[str]) -> None
     assert redact(once) == once
 
 
-# --- credentials said in words (hlmem.credentials): the phrasings table -----------------------
+# --- credentials said in words (hlmem.lang.credentials): the phrasings table
+# -----------------------
 
 
 @pytest.mark.parametrize(("text", "secrets"), LEAKS, ids=[t for t, _ in LEAKS])

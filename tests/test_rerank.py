@@ -16,11 +16,10 @@ from scripted_provider import PROVIDER, ScriptedProvider, gateway_config
 
 import hlmem
 from hlmem.config import Config
-from hlmem.embedding import DEFAULT_DIM, LocalEmbedder
 from hlmem.errors import ConfigError
+from hlmem.lang import DEFAULT_DIM, LocalEmbedder
 from hlmem.messages import RecallResult
-from hlmem.sim_provider import SimProvider
-from hlmem.sim_state import SimSettings
+from hlmem.sim import SimProvider, SimSettings
 
 pytestmark = pytest.mark.anyio
 

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hlmem.lexicon import default_lexicon
+from hlmem.gateway import answer_for, parse_extraction
+from hlmem.lang import default_lexicon
 from hlmem.messages import ClaimDraft, Role, WindowPiece, WindowText
-from hlmem.prompts import answer_for, parse_extraction
 from hlmem.rules import NAME, RulesExtractor, extract
 
 AUGUST = datetime(2026, 8, 12, 9, 0, tzinfo=UTC)  # a Wednesday
@@ -24,8 +24,14 @@ def piece(
     start_char: int = 0,
 ) -> WindowPiece:
     return WindowPiece(
-        event_id=event_id, chunk_no=0, chunk_count=1, start_char=start_char,
-        end_char=start_char + len(text), role=role, text=text, occurred_at=at,
+        event_id=event_id,
+        chunk_no=0,
+        chunk_count=1,
+        start_char=start_char,
+        end_char=start_char + len(text),
+        role=role,
+        text=text,
+        occurred_at=at,
     )
 
 
@@ -93,7 +99,10 @@ def test_only_the_users_own_words_count() -> None:
 def test_a_memory_request_is_a_note_and_nothing_else() -> None:
     note = only("记住我对花生过敏")
     assert (note.predicate, note.value, note.text, note.language) == (
-        "note", "我对花生过敏", "我对花生过敏", "zh"
+        "note",
+        "我对花生过敏",
+        "我对花生过敏",
+        "zh",
     )
     assert (note.importance, note.confidence) == (0.7, 0.9)
 
@@ -104,10 +113,16 @@ def test_a_memory_request_is_a_note_and_nothing_else() -> None:
 def test_story_one_dark_then_temporarily_light_mode_in_chinese() -> None:
     dark = only("我主要用深色模式")
     assert (dark.subject, dark.predicate, dark.value, dark.polarity) == (
-        "user", "ui_theme", "深色模式", 1
+        "user",
+        "ui_theme",
+        "深色模式",
+        1,
     )
     assert (dark.text, dark.language, dark.scope, dark.qualifiers) == (
-        "用户偏好深色模式", "zh", "long_term", ()
+        "用户偏好深色模式",
+        "zh",
+        "long_term",
+        (),
     )
     light = only("最近眼睛不舒服，暂时换成浅色模式")
     assert (light.predicate, light.value, light.polarity) == ("ui_theme", "浅色模式", 1)
@@ -118,7 +133,9 @@ def test_story_one_dark_then_temporarily_light_mode_in_chinese() -> None:
 def test_story_one_in_english() -> None:
     dark = only("I mostly use dark mode")
     assert (dark.predicate, dark.value, dark.text) == (
-        "ui_theme", "dark mode", "User prefers dark mode"
+        "ui_theme",
+        "dark mode",
+        "User prefers dark mode",
     )
     light = only("my eyes hurt lately, switching to light mode temporarily")
     assert (light.predicate, light.value) == ("ui_theme", "light mode")
@@ -235,18 +252,30 @@ def test_one_off_actions_are_not_habits(text: str) -> None:
         ("叫我小王就行", [("name", "小王", 1)]),
         ("My name is Bob.", [("name", "Bob", 1)]),
         ("Hi, I'm Emma.", [("name", "Emma", 1)]),
-        ("我叫李雷，是一名产品经理，在腾讯工作",
-         [("name", "李雷", 1), ("employer", "腾讯", 1), ("occupation", "产品经理", 1)]),
-        ("我叫张三，在字节跳动上班，住在海淀区",
-         [("name", "张三", 1), ("employer", "字节跳动", 1), ("location", "海淀区", 1)]),
-        ("My name's Alice and I work for Microsoft as a data scientist.",
-         [("name", "Alice", 1), ("occupation", "data scientist", 1), ("employer", "Microsoft", 1)]),
+        (
+            "我叫李雷，是一名产品经理，在腾讯工作",
+            [("name", "李雷", 1), ("employer", "腾讯", 1), ("occupation", "产品经理", 1)],
+        ),
+        (
+            "我叫张三，在字节跳动上班，住在海淀区",
+            [("name", "张三", 1), ("employer", "字节跳动", 1), ("location", "海淀区", 1)],
+        ),
+        (
+            "My name's Alice and I work for Microsoft as a data scientist.",
+            [
+                ("name", "Alice", 1),
+                ("occupation", "data scientist", 1),
+                ("employer", "Microsoft", 1),
+            ],
+        ),
         ("我在支付团队", [("team", "支付团队", 1)]),
         ("I'm on the platform team", [("team", "platform team", 1)]),
         ("我是一名程序员", [("occupation", "程序员", 1)]),
         ("我是阿里的工程师", [("occupation", "工程师", 1), ("employer", "阿里", 1)]),
-        ("I'm a software engineer at Google",
-         [("occupation", "software engineer", 1), ("employer", "Google", 1)]),
+        (
+            "I'm a software engineer at Google",
+            [("occupation", "software engineer", 1), ("employer", "Google", 1)],
+        ),
         ("I work in finance.", [("industry", "finance", 1)]),
         ("我在浙江大学读书", [("school", "浙江大学", 1)]),
         ("我住在北京", [("location", "北京", 1)]),
@@ -302,21 +331,33 @@ def test_vague_or_wrong_objects_are_dropped(text: str) -> None:
         ("我搬到上海了", "location", "上海", None),
         ("我下个月搬去深圳", "location", "深圳", datetime(2026, 9, 1, tzinfo=UTC)),
         ("I moved to London last year.", "location", "London", datetime(2025, 1, 1, tzinfo=UTC)),
-        ("I'm moving to Berlin next month.", "location", "Berlin",
-         datetime(2026, 9, 1, tzinfo=UTC)),
+        (
+            "I'm moving to Berlin next month.",
+            "location",
+            "Berlin",
+            datetime(2026, 9, 1, tzinfo=UTC),
+        ),
         ("我被调到了市场部", "team", "市场部", None),
         ("我刚入职字节跳动", "employer", "字节跳动", None),
         ("我跳槽到了阿里", "employer", "阿里", None),
         ("I just joined Stripe.", "employer", "Stripe", None),
-        ("I started working at Google in March.", "employer", "Google",
-         datetime(2026, 3, 1, tzinfo=UTC)),
+        (
+            "I started working at Google in March.",
+            "employer",
+            "Google",
+            datetime(2026, 3, 1, tzinfo=UTC),
+        ),
         ("我上个月开始在美团上班", "employer", "美团", datetime(2026, 7, 1, tzinfo=UTC)),
         ("我把编辑器换成了VS Code", "uses", "VS Code", None),
         ("把主题换成深色", "ui_theme", "深色模式", None),
         ("I switched back to dark mode.", "ui_theme", "dark mode", None),
         ("I switched to Vim", "uses", "Vim", None),
-        ("I stopped drinking coffee last month", "drinks", "coffee",
-         datetime(2026, 7, 1, tzinfo=UTC)),
+        (
+            "I stopped drinking coffee last month",
+            "drinks",
+            "coffee",
+            datetime(2026, 7, 1, tzinfo=UTC),
+        ),
         ("我从上个月开始不喝咖啡了", "drinks", "咖啡", datetime(2026, 7, 1, tzinfo=UTC)),
     ],
 )
@@ -330,7 +371,10 @@ def test_moves_and_changes_with_their_time(
 def test_temporarily_is_a_qualifier_in_the_conversations_language() -> None:
     claim = only("I'm using the light theme for now.")
     assert (claim.predicate, claim.value, claim.qualifiers, claim.scope) == (
-        "ui_theme", "light mode", ("temporarily",), "short_term"
+        "ui_theme",
+        "light mode",
+        ("temporarily",),
+        "short_term",
     )
     claim = only("我这段时间临时用浅色模式")
     assert (claim.value, claim.qualifiers, claim.scope) == ("浅色模式", ("暂时",), "short_term")
@@ -365,30 +409,90 @@ def test_a_correction_without_a_known_slot_says_nothing() -> None:
 @pytest.mark.parametrize(
     ("text", "value", "valid_from", "valid_to", "qualifiers"),
     [
-        ("明天开会", "2026-08-13 开会", datetime(2026, 8, 13, tzinfo=UTC),
-         datetime(2026, 8, 14, tzinfo=UTC), ()),
-        ("下周三之前交报告", "2026-08-19 交报告", datetime(2026, 8, 19, tzinfo=UTC),
-         datetime(2026, 8, 20, tzinfo=UTC), ("截止",)),
-        ("我下周三要交报告", "2026-08-19 交报告", datetime(2026, 8, 19, tzinfo=UTC),
-         datetime(2026, 8, 20, tzinfo=UTC), ()),
-        ("明天下午三点和客户开会", "2026-08-13 15:00 和客户开会",
-         datetime(2026, 8, 13, 15, tzinfo=UTC), datetime(2026, 8, 14, tzinfo=UTC), ()),
-        ("我下个月要去日本旅游", "2026-09 去日本旅游", datetime(2026, 9, 1, tzinfo=UTC),
-         datetime(2026, 10, 1, tzinfo=UTC), ()),
-        ("周五之前把PPT做完", "2026-08-14 把PPT做完", datetime(2026, 8, 14, tzinfo=UTC),
-         datetime(2026, 8, 15, tzinfo=UTC), ("截止",)),
-        ("发布会的时间是下周一上午九点。", "2026-08-17 09:00 发布会",
-         datetime(2026, 8, 17, 9, tzinfo=UTC), datetime(2026, 8, 18, tzinfo=UTC), ()),
-        ("I have a dentist appointment tomorrow at 3pm", "2026-08-13 15:00 dentist appointment",
-         datetime(2026, 8, 13, 15, tzinfo=UTC), datetime(2026, 8, 14, tzinfo=UTC), ()),
-        ("I need to submit the report by next Wednesday", "2026-08-19 submit the report",
-         datetime(2026, 8, 19, tzinfo=UTC), datetime(2026, 8, 20, tzinfo=UTC), ("deadline",)),
-        ("We're meeting the client on Friday", "2026-08-14 meeting the client",
-         datetime(2026, 8, 14, tzinfo=UTC), datetime(2026, 8, 15, tzinfo=UTC), ()),
-        ("The report is due Friday.", "2026-08-14 report due",
-         datetime(2026, 8, 14, tzinfo=UTC), datetime(2026, 8, 15, tzinfo=UTC), ("deadline",)),
-        ("I'm flying to Tokyo next week.", "2026-W34 flying to Tokyo",
-         datetime(2026, 8, 17, tzinfo=UTC), datetime(2026, 8, 24, tzinfo=UTC), ()),
+        (
+            "明天开会",
+            "2026-08-13 开会",
+            datetime(2026, 8, 13, tzinfo=UTC),
+            datetime(2026, 8, 14, tzinfo=UTC),
+            (),
+        ),
+        (
+            "下周三之前交报告",
+            "2026-08-19 交报告",
+            datetime(2026, 8, 19, tzinfo=UTC),
+            datetime(2026, 8, 20, tzinfo=UTC),
+            ("截止",),
+        ),
+        (
+            "我下周三要交报告",
+            "2026-08-19 交报告",
+            datetime(2026, 8, 19, tzinfo=UTC),
+            datetime(2026, 8, 20, tzinfo=UTC),
+            (),
+        ),
+        (
+            "明天下午三点和客户开会",
+            "2026-08-13 15:00 和客户开会",
+            datetime(2026, 8, 13, 15, tzinfo=UTC),
+            datetime(2026, 8, 14, tzinfo=UTC),
+            (),
+        ),
+        (
+            "我下个月要去日本旅游",
+            "2026-09 去日本旅游",
+            datetime(2026, 9, 1, tzinfo=UTC),
+            datetime(2026, 10, 1, tzinfo=UTC),
+            (),
+        ),
+        (
+            "周五之前把PPT做完",
+            "2026-08-14 把PPT做完",
+            datetime(2026, 8, 14, tzinfo=UTC),
+            datetime(2026, 8, 15, tzinfo=UTC),
+            ("截止",),
+        ),
+        (
+            "发布会的时间是下周一上午九点。",
+            "2026-08-17 09:00 发布会",
+            datetime(2026, 8, 17, 9, tzinfo=UTC),
+            datetime(2026, 8, 18, tzinfo=UTC),
+            (),
+        ),
+        (
+            "I have a dentist appointment tomorrow at 3pm",
+            "2026-08-13 15:00 dentist appointment",
+            datetime(2026, 8, 13, 15, tzinfo=UTC),
+            datetime(2026, 8, 14, tzinfo=UTC),
+            (),
+        ),
+        (
+            "I need to submit the report by next Wednesday",
+            "2026-08-19 submit the report",
+            datetime(2026, 8, 19, tzinfo=UTC),
+            datetime(2026, 8, 20, tzinfo=UTC),
+            ("deadline",),
+        ),
+        (
+            "We're meeting the client on Friday",
+            "2026-08-14 meeting the client",
+            datetime(2026, 8, 14, tzinfo=UTC),
+            datetime(2026, 8, 15, tzinfo=UTC),
+            (),
+        ),
+        (
+            "The report is due Friday.",
+            "2026-08-14 report due",
+            datetime(2026, 8, 14, tzinfo=UTC),
+            datetime(2026, 8, 15, tzinfo=UTC),
+            ("deadline",),
+        ),
+        (
+            "I'm flying to Tokyo next week.",
+            "2026-W34 flying to Tokyo",
+            datetime(2026, 8, 17, tzinfo=UTC),
+            datetime(2026, 8, 24, tzinfo=UTC),
+            (),
+        ),
     ],
 )
 def test_plans_and_deadlines_with_resolved_dates(
@@ -505,8 +609,14 @@ def test_evidence_offsets_name_the_quote_in_the_events_content(text: str) -> Non
 def test_offsets_count_from_the_events_content_for_a_later_chunk() -> None:
     content = "x" * 1000 + "我喜欢猫。I work at Acme."
     chunk = WindowPiece(
-        event_id="e", chunk_no=1, chunk_count=2, start_char=1000, end_char=len(content),
-        role=Role.USER, text=content[1000:], occurred_at=AUGUST,
+        event_id="e",
+        chunk_no=1,
+        chunk_count=2,
+        start_char=1000,
+        end_char=len(content),
+        role=Role.USER,
+        text=content[1000:],
+        occurred_at=AUGUST,
     )
     found = extract(window(chunk))
     assert [(d.predicate, d.value) for d in found] == [("likes", "猫"), ("employer", "Acme")]
@@ -548,7 +658,8 @@ def test_the_same_fact_twice_in_a_window_is_one_draft_with_both_evidence() -> No
     found = extract(win)
     assert len(found) == 1
     assert [(e.event_id, e.quote) for e in found[0].evidence] == [
-        ("a", "我喜欢猫"), ("c", "对，我很喜欢猫！")
+        ("a", "我喜欢猫"),
+        ("c", "对，我很喜欢猫！"),
     ]
 
 
@@ -576,10 +687,53 @@ def test_the_rules_answer_round_trips_through_the_extraction_prompt() -> None:
 
 
 _FRAGMENTS = [
-    "我", "喜欢", "不", "喝", "咖啡", "了", "在", "杭州", "工作", "明天", "开会", "，", "。", "？",
-    "其实", "5月", "搬去", "北京", "暂时", "换成", "浅色模式", "I ", "like ", "don't ", "work ",
-    "at ", "Acme", "moved ", "to ", "Beijing ", "in May", ". ", "? ", "my name is ", "Bob",
-    "remember ", "记住", "叫", "不是", "而是", "tomorrow ", "我的", "是", "的", "\n", " ", "’",
+    "我",
+    "喜欢",
+    "不",
+    "喝",
+    "咖啡",
+    "了",
+    "在",
+    "杭州",
+    "工作",
+    "明天",
+    "开会",
+    "，",
+    "。",
+    "？",
+    "其实",
+    "5月",
+    "搬去",
+    "北京",
+    "暂时",
+    "换成",
+    "浅色模式",
+    "I ",
+    "like ",
+    "don't ",
+    "work ",
+    "at ",
+    "Acme",
+    "moved ",
+    "to ",
+    "Beijing ",
+    "in May",
+    ". ",
+    "? ",
+    "my name is ",
+    "Bob",
+    "remember ",
+    "记住",
+    "叫",
+    "不是",
+    "而是",
+    "tomorrow ",
+    "我的",
+    "是",
+    "的",
+    "\n",
+    " ",
+    "’",
 ]
 
 
@@ -590,8 +744,14 @@ def test_any_text_gives_valid_drafts_with_exact_evidence(parts: list[str], offse
     if not content[offset:]:
         return
     chunk = WindowPiece(
-        event_id="e", chunk_no=0, chunk_count=1, start_char=offset, end_char=len(content),
-        role=Role.USER, text=content[offset:], occurred_at=AUGUST,
+        event_id="e",
+        chunk_no=0,
+        chunk_count=1,
+        start_char=offset,
+        end_char=len(content),
+        role=Role.USER,
+        text=content[offset:],
+        occurred_at=AUGUST,
     )
     win = window(chunk)
     found = extract(win)

@@ -23,13 +23,11 @@ from test_offload import CHILD_READY_S, offload_config, offloader
 from test_secret_phrasings import _derived_texts, _found, _vectors_not_of_scrubbed_text
 
 import hlmem
-from hlmem.admission import GATE_PASSED, gate, redacted_draft
+from hlmem.claims import GATE_PASSED, gate, redacted_draft, state_name
 from hlmem.clock import ManualClock
-from hlmem.embedding import LocalEmbedder
+from hlmem.lang import LocalEmbedder, scrub
 from hlmem.messages import Candidate, ClaimDraft, ClaimsProposed, EvidenceSpan
-from hlmem.redaction import scrub
-from hlmem.secret_scan import state_name
-from hlmem.sim_provider import SimProvider
+from hlmem.sim import SimProvider
 
 pytestmark = pytest.mark.anyio
 

@@ -30,11 +30,9 @@ from secret_phrasings import LEAKS_EN, LEAKS_ZH, SAFE_EN, SAFE_ZH
 
 import hlmem
 from hlmem.clock import ManualClock
-from hlmem.embedding import LocalEmbedder
-from hlmem.event_terms import event_body
-from hlmem.explain import render
+from hlmem.lang import LocalEmbedder, event_body, scrub
+from hlmem.lifecycle import render
 from hlmem.memory import Memory
-from hlmem.redaction import scrub
 
 pytestmark = pytest.mark.anyio
 

@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 
 from hlmem.config import StoreConfig
 from hlmem.errors import ConfigError
-from hlmem.event_terms import event_body, han_grams
-from hlmem.segment import (
+from hlmem.lang import (
     MAX_QUERY_TERMS,
+    event_body,
+    han_grams,
     index_text,
     load_user_dictionary,
     match_expression,

@@ -29,7 +29,7 @@ import pytest
 from helpers import rows
 from test_cli import hlmem, jsonl
 
-from hlmem.sim_provider import SimProvider
+from hlmem.sim import SimProvider
 
 TIMEOUT_S = 120
 

@@ -22,11 +22,8 @@ import pytest
 from pydantic import ValidationError
 
 from hlmem import rules
-from hlmem.embedding import LocalEmbedder
 from hlmem.errors import BadProviderOutput
-from hlmem.messages import Role, WindowPiece, WindowText
-from hlmem.prompts import parse_extraction, render_extraction
-from hlmem.providers import (
+from hlmem.gateway import (
     ChatMessage,
     ChatRequest,
     EmbedRequest,
@@ -38,10 +35,13 @@ from hlmem.providers import (
     estimate_tokens,
     parse_chat,
     parse_embed,
+    parse_extraction,
     parse_rerank,
+    render_extraction,
 )
-from hlmem.sim_provider import SimProvider
-from hlmem.sim_state import SimSettings
+from hlmem.lang import LocalEmbedder
+from hlmem.messages import Role, WindowPiece, WindowText
+from hlmem.sim import SimProvider, SimSettings
 
 T0 = datetime(2024, 5, 3, 9, 30, tzinfo=UTC)
 EMBED_BODY = build_embed("sim", EmbedRequest(model="sim-embed", inputs=("hello",)))[1]

@@ -13,6 +13,7 @@ from hlmem.errors import SchemaError, StoreError
 from hlmem.store import (
     JSON_QUERIES,
     QUERIES,
+    Checkpointer,
     Store,
     SyncTx,
     connect_sync,
@@ -22,7 +23,6 @@ from hlmem.store import (
     normalize_schema,
     sqlite_module,
 )
-from hlmem.wal import Checkpointer
 
 pytestmark = pytest.mark.anyio
 

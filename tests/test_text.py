@@ -7,7 +7,7 @@ import unicodedata
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hlmem.text import (
+from hlmem.lang import (
     chunk_spans,
     content_hash,
     derived_id,

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hlmem.timeparse import Prefer, cn_number, find_all, resolve
+from hlmem.lang.timeexpr import Prefer, cn_number, find_all, resolve
 
 # Wednesday 12 August 2026, 09:00 UTC: every relative expression below resolves against it.
 WED = datetime(2026, 8, 12, 9, 0, tzinfo=UTC)
@@ -91,16 +91,20 @@ def test_chinese_expressions(
         ("tonight", "tonight", at(2026, 8, 12), at(2026, 8, 13), "day"),
         ("Tomorrow I fly", "Tomorrow", at(2026, 8, 13), at(2026, 8, 14), "day"),
         ("yesterday", "yesterday", at(2026, 8, 11), at(2026, 8, 12), "day"),
-        ("the day after tomorrow", "the day after tomorrow", at(2026, 8, 14), at(2026, 8, 15),
-         "day"),
+        (
+            "the day after tomorrow",
+            "the day after tomorrow",
+            at(2026, 8, 14),
+            at(2026, 8, 15),
+            "day",
+        ),
         ("on Friday", "on Friday", at(2026, 8, 14), at(2026, 8, 15), "day"),
         ("by Friday", "by Friday", at(2026, 8, 14), at(2026, 8, 15), "day"),
         ("last Friday", "last Friday", at(2026, 8, 7), at(2026, 8, 8), "day"),
         ("last Tuesday", "last Tuesday", at(2026, 8, 11), at(2026, 8, 12), "day"),
         ("next Monday", "next Monday", at(2026, 8, 17), at(2026, 8, 18), "day"),
         ("this Friday", "this Friday", at(2026, 8, 14), at(2026, 8, 15), "day"),
-        ("this coming Wednesday", "this coming Wednesday", at(2026, 8, 19), at(2026, 8, 20),
-         "day"),
+        ("this coming Wednesday", "this coming Wednesday", at(2026, 8, 19), at(2026, 8, 20), "day"),
         ("in May", "in May", at(2026, 5, 1), at(2026, 6, 1), "month"),
         ("since March", "since March", at(2026, 3, 1), at(2026, 4, 1), "month"),
         ("May 3", "May 3", at(2026, 5, 3), at(2026, 5, 4), "day"),
@@ -114,8 +118,13 @@ def test_chinese_expressions(
         ("next week", "next week", at(2026, 8, 17), at(2026, 8, 24), "week"),
         ("next year", "next year", at(2027, 1, 1), at(2028, 1, 1), "year"),
         ("this weekend", "this weekend", at(2026, 8, 15), at(2026, 8, 17), "day"),
-        ("by the end of the month", "by the end of the month", at(2026, 8, 21), at(2026, 9, 1),
-         "month"),
+        (
+            "by the end of the month",
+            "by the end of the month",
+            at(2026, 8, 21),
+            at(2026, 9, 1),
+            "month",
+        ),
         ("end of next year", "end of next year", at(2027, 12, 1), at(2028, 1, 1), "month"),
         ("3 days ago", "3 days ago", at(2026, 8, 9), at(2026, 8, 10), "day"),
         ("a few weeks ago", "a few weeks ago", at(2026, 7, 22), at(2026, 7, 23), "day"),
@@ -124,8 +133,13 @@ def test_chinese_expressions(
         ("2024-05-03", "2024-05-03", at(2024, 5, 3), at(2024, 5, 4), "day"),
         ("2024/5/3", "2024/5/3", at(2024, 5, 3), at(2024, 5, 4), "day"),
         ("at 3pm", "at 3pm", at(2026, 8, 12, 15), at(2026, 8, 13), "minute"),
-        ("tomorrow at 10:30 am", "tomorrow at 10:30 am", at(2026, 8, 13, 10, 30),
-         at(2026, 8, 14), "minute"),
+        (
+            "tomorrow at 10:30 am",
+            "tomorrow at 10:30 am",
+            at(2026, 8, 13, 10, 30),
+            at(2026, 8, 14),
+            "minute",
+        ),
         ("3pm on Friday", "3pm on Friday", at(2026, 8, 14, 15), at(2026, 8, 15), "minute"),
         ("at noon", "at noon", at(2026, 8, 12, 12), at(2026, 8, 13), "minute"),
     ],
@@ -176,8 +190,12 @@ def test_undirected_expressions_follow_prefer(
 def test_explicitly_relative_expressions_ignore_prefer() -> None:
     prefers: tuple[Prefer | None, ...] = (None, "past", "future")
     for prefer in prefers:
-        for text, start in (("下周三", at(2026, 8, 19)), ("去年", at(2025, 1, 1)),
-                            ("last Friday", at(2026, 8, 7)), ("2024-05-03", at(2024, 5, 3))):
+        for text, start in (
+            ("下周三", at(2026, 8, 19)),
+            ("去年", at(2025, 1, 1)),
+            ("last Friday", at(2026, 8, 7)),
+            ("2024-05-03", at(2024, 5, 3)),
+        ):
             ref = resolve(text, WED, prefer=prefer)
             assert ref is not None and ref.start == start
 
@@ -215,7 +233,9 @@ def test_find_all_returns_every_expression_in_order_with_exact_spans() -> None:
         assert text[ref.span[0] : ref.span[1]] == ref.expression
     text = "Meeting tomorrow at 3pm, report due next Friday, moving in May."
     assert [r.expression for r in find_all(text, WED)] == [
-        "tomorrow at 3pm", "next Friday", "in May"
+        "tomorrow at 3pm",
+        "next Friday",
+        "in May",
     ]
 
 
@@ -237,14 +257,53 @@ def test_a_naive_anchor_is_refused() -> None:
 
 def test_chinese_numbers() -> None:
     assert [cn_number(t) for t in ("3", "十", "十二", "二十", "二十三", "两", "九十九")] == [
-        3, 10, 12, 20, 23, 2, 99
+        3,
+        10,
+        12,
+        20,
+        23,
+        2,
+        99,
     ]
     assert cn_number("百") is None
 
 
-_PIECES = ["明天", "下周三", "5月", "3日", "下午", "3点", " ", "，", "我", "开会", "May", "may",
-           "on ", "Friday", "next ", "week", "2024", "-", "05", "03", "at ", "3pm", "ago", "in ",
-           "two ", "days", "年", "月", "周", "点", "半", "十", "上", "个"]
+_PIECES = [
+    "明天",
+    "下周三",
+    "5月",
+    "3日",
+    "下午",
+    "3点",
+    " ",
+    "，",
+    "我",
+    "开会",
+    "May",
+    "may",
+    "on ",
+    "Friday",
+    "next ",
+    "week",
+    "2024",
+    "-",
+    "05",
+    "03",
+    "at ",
+    "3pm",
+    "ago",
+    "in ",
+    "two ",
+    "days",
+    "年",
+    "月",
+    "周",
+    "点",
+    "半",
+    "十",
+    "上",
+    "个",
+]
 
 
 @given(st.lists(st.sampled_from(_PIECES), max_size=12), st.sampled_from([None, "past", "future"]))

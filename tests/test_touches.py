@@ -1,5 +1,5 @@
-"""Recall's activation boosts are written in batches (hlmem.touches): many recalls, one write;
-nothing waiting is lost on drain or close; a claim returned n times gets n boosts."""
+"""Recall's activation boosts are written in batches (hlmem.recall.touches): many recalls, one
+write; nothing waiting is lost on drain or close; a claim returned n times gets n boosts."""
 
 from __future__ import annotations
 

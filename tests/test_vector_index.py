@@ -14,18 +14,19 @@ import numpy as np
 import pytest
 from helpers import connect_raw
 
-from hlmem import vector_index, vector_rows
 from hlmem.config import StoreConfig
 from hlmem.errors import ConfigError, InputError
-from hlmem.store import Store, migrations
-from hlmem.vector_index import (
+from hlmem.index import (
     Backend,
     Prefilter,
     VectorHit,
     VectorIndex,
     choose_backend,
     numpy_bytes,
+    vector_rows,
 )
+from hlmem.index import vectors as vector_index
+from hlmem.store import Store, migrations
 
 pytestmark = pytest.mark.anyio
 

@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from hlmem import vector_index, vector_rows
 from hlmem.config import StoreConfig
+from hlmem.index import VectorHit, VectorIndex, earliest_ties, top_rows, vector_rows
+from hlmem.index import vectors as vector_index
 from hlmem.store import Store
-from hlmem.vector_index import VectorHit, VectorIndex, earliest_ties, top_rows
 
 DIM = 32
 MODEL, VERSION = "test-model", "v1"

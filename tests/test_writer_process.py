@@ -38,8 +38,8 @@ from hlmem.clock import iso
 from hlmem.config import Config, StoreConfig
 from hlmem.errors import ClosedError, StoreError
 from hlmem.memory import Memory
+from hlmem.pipeline import WriterProcess
 from hlmem.store import sqlite_module
-from hlmem.writer_process import WriterProcess
 
 pytestmark = pytest.mark.anyio
 
@@ -475,7 +475,7 @@ def test_writer_mode_is_configurable_and_checked() -> None:
 
 
 def test_frames_round_trip_plain_tuples() -> None:
-    from hlmem.childio import HEADER, frame
+    from hlmem.pipeline import HEADER, frame
 
     obj = (
         [[("ev_1", "default", "会话", "user", "内容 content", "h", "t", "t", "o", "k", "{}")]],

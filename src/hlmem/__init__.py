@@ -43,7 +43,7 @@ __version__ = "0.1.0"
 #: public names imported on first use, by module: the library facade pulls in the store, the
 #: pipeline, recall and the gateway, and the configuration's models, none of which a process
 #: that only needs the language tools (the pipeline's CPU helper child, ``python -m
-#: hlmem.offload``) loads
+#: hlmem.pipeline.offload``) loads
 _LAZY = {"Memory": "memory", "Stats": "memory", "open": "memory"} | {
     "Config": "config",
     "load_config": "config",

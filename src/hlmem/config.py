@@ -40,7 +40,7 @@ class StoreConfig(_Section):
     load_vec: bool = True
     busy_timeout_ms: int = Field(10_000, ge=0)
     iter_chunk_size: int = Field(256, ge=1)
-    # WAL frames (pages) after which the writer restarts the WAL (hlmem.wal.Checkpointer)
+    # WAL frames (pages) after which the writer restarts the WAL (hlmem.store.wal.Checkpointer)
     wal_restart_frames: int = Field(4096, ge=1)
 
 
@@ -54,7 +54,7 @@ class IngestConfig(_Section):
     backlog_low_water_jobs: int = Field(40_000, ge=0)
     backlog_refresh_s: float = Field(0.1, gt=0)
     # Where group commits run: aiosqlite's writer thread, or a writer child process with its own
-    # GIL (hlmem.writer_process) so SQLite work never contends with the event loop.
+    # GIL (hlmem.pipeline.writer) so SQLite work never contends with the event loop.
     writer: Literal["thread", "process"] = "thread"
 
     @model_validator(mode="after")
@@ -90,7 +90,7 @@ class PipelineConfig(_Section):
     shutdown_grace_s: float = Field(10.0, ge=0)
     recovery_interval_s: float = Field(15.0, gt=0)
     drain_poll_s: float = Field(0.02, gt=0)
-    # "auto": a CPU helper child process (hlmem.offload) computes the extractor's rules and
+    # "auto": a CPU helper child process (hlmem.pipeline.offload) computes the extractor's rules and
     # full-text bodies, local embeddings and admission's gate, of batches at least this big,
     # once bursts have brought offload_start_after_texts texts (sustained volume); "off": never.
     offload: Literal["auto", "off"] = "auto"
@@ -252,7 +252,7 @@ class PluginsConfig(_Section):
 
 class ForgetConfig(_Section):
     # forget(query=...): of what recall returns for the query (claims, and events with the
-    # claims resting on them), only the items that match it pass (hlmem.forget_match): they
+    # claims resting on them), only the items that match it pass (hlmem.claims.forget_match): they
     # hold at least this fraction of the query's content terms (1.0: every one) ...
     query_min_term_coverage: float = Field(1.0, gt=0, le=1)
     # ... or their vector's cosine with the query's (local embedder) is at least this ...
@@ -270,7 +270,7 @@ class RecallConfig(_Section):
     # Candidates each channel contributes before fusion.
     fts_candidates: int = Field(50, ge=1)
     vector_candidates: int = Field(50, ge=1)
-    # The most rows one full-text search ranks with bm25 (hlmem.fts.fts_search_terms): terms
+    # The most rows one full-text search ranks with bm25 (hlmem.index.fts.fts_search_terms): terms
     # too common to rank only fill the list after the rarer terms' items, newest first.
     fts_rank_rows: int = Field(500, ge=1)
     # Vector hits less similar than this (cosine) are noise, not candidates; raw events (long,
@@ -300,7 +300,7 @@ class RecallConfig(_Section):
     evidence_per_item: int = Field(5, ge=1)
     # Extra jieba user dictionaries (one word per line: word [freq] [tag]).
     user_dict_paths: list[str] = []
-    # Optional reranker (hlmem.rerank): a provider in [providers] with a rerank endpoint, its
+    # Optional reranker (hlmem.recall.rerank): a provider in [providers] with a rerank endpoint, its
     # model, and how many of the best fused items it reorders ("": no reranker).
     rerank_provider: str = ""
     rerank_model: str = ""
@@ -393,6 +393,16 @@ class Config(_Section):
     budget: BudgetConfig = BudgetConfig()
     gateway: GatewayConfig = GatewayConfig()
     plugins: PluginsConfig = PluginsConfig()
+
+    def calls_models(self) -> bool:
+        """Whether any stage or recall calls a model with this configuration (then a gateway
+        is opened)."""
+        return (
+            self.extractor.kind == "model"
+            or self.embedder.provider != "local"
+            or self.dedup.audit
+            or bool(self.recall.rerank_provider)
+        )
 
     @model_validator(mode="after")
     def _providers_and_prices(self) -> Config:

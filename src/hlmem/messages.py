@@ -59,7 +59,7 @@ class ClaimStatus(StrEnum):
     ACTIVE = "active"
     SUPERSEDED = "superseded"
     ARCHIVED = "archived"
-    FORGOTTEN = "forgotten"  # never stored: forget deletes the claim (hlmem.forget)
+    FORGOTTEN = "forgotten"  # never stored: forget deletes the claim (hlmem.claims.forgetting)
 
 
 class _Frozen(BaseModel):
@@ -145,8 +145,8 @@ class WindowText(_Frozen):
 
 def window_tuple(window: WindowText) -> tuple[Any, ...]:
     """A window as plain tuples, occurred_at as ISO text and role as its value: what crosses
-    to the pipeline's CPU helper child (:mod:`hlmem.offload`). The extractor builds the same
-    tuples from its rows without a :class:`WindowText` in between, and its windows from them
+    to the pipeline's CPU helper child (:mod:`hlmem.pipeline.offload`). The extractor builds the
+    same tuples from its rows without a :class:`WindowText` in between, and its windows from them
     (:func:`window_from`)."""
     pieces = tuple(
         (
@@ -266,6 +266,15 @@ class WindowClosed(_Frozen):
         return (self.window_id, *self.more)
 
 
+#: what the built-in rules make of a batch of windows: the full-text body of each text, and each
+#: window's drafts (None: the window is not worth extracting)
+Extraction = tuple[list[str], list[list[ClaimDraft] | None]]
+
+#: the extractor name of a user correction's candidate and claim: :mod:`hlmem.lifecycle.correct`
+#: writes it, dedup and conflict treat such a candidate as the user's own correction
+CORRECTION_EXTRACTOR = "correct"
+
+
 class Candidate(_Frozen):
     """A proposed claim on its way through admission and dedup. ``key`` is derived from where
     it came from (window and place, or the remember event), so a replay proposes the same key;
@@ -301,6 +310,10 @@ class ClaimsPending(_Frozen):
 
     kind: Literal["claims_pending"] = "claims_pending"
     claim_ids: tuple[str, ...] = Field(min_length=1)
+
+
+#: the dedup key of the one live embedder backfill job (an :class:`EmbedClaims` with no ids)
+EMBED_BACKFILL_KEY = "embedder:backfill"
 
 
 class EmbedClaims(_Frozen):

@@ -12,9 +12,9 @@ from helpers import apply, fast_config, rows, step
 
 import hlmem
 from hlmem.clock import iso
+from hlmem.jobs import JobSpec
 from hlmem.memory import Memory
 from hlmem.messages import ClaimsProposed, WindowClosed
-from hlmem.queue import JobSpec
 from hlmem.stages.base import Stage
 from hlmem.stages.extractor import Extractor
 from hlmem.stages.windower import Windower

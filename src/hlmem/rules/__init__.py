@@ -34,7 +34,8 @@ Modules, in the order a sentence meets them:
 - ``notes``: explicit memory requests;
 - ``sentence``: sentence cutting, the skip filters, ``Sentence`` and ``Hit``;
 - ``zh`` and ``en``: the rules of each language; ``plans``: plans and deadlines;
-- ``base``: ``RuleSet``, the helpers all rule families share; ``values``: value cleanup.
+- ``base``: ``RuleSet``, the helpers all rule families share; ``values``: value cleanup;
+- ``forget_request``: a user's request to forget what they just said ("忘了我刚才说的").
 
 Only the names below are the package's API; the modules are its internals.
 """
@@ -42,5 +43,19 @@ Only the names below are the package's API; the modules are its internals.
 from __future__ import annotations
 
 from hlmem.rules.extractor import NAME, RulesExtractor, extract
+from hlmem.rules.forget_request import (
+    FORGET_PREDICATE,
+    forget_requests,
+    is_forget_request,
+    request_drafts,
+)
 
-__all__ = ["NAME", "RulesExtractor", "extract"]
+__all__ = [
+    "FORGET_PREDICATE",
+    "NAME",
+    "RulesExtractor",
+    "extract",
+    "forget_requests",
+    "is_forget_request",
+    "request_drafts",
+]

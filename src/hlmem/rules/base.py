@@ -13,12 +13,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 
-from hlmem.lexicon import Language, Lexicon
+from hlmem.lang import Language, Lexicon, normalize
+from hlmem.lang.timeexpr import Prefer, TimeRef
 from hlmem.messages import ClaimScope
 from hlmem.rules.sentence import CJK, Hit, Sentence, marks_start
 from hlmem.rules.values import clean, clean_en, clean_zh
-from hlmem.text import normalize
-from hlmem.timeparse import Prefer, TimeRef
 
 # Words that make a state temporary (scope short_term) or a time expression future.
 ZH_TEMP = re.compile(r"暂时|临时|暂且|这段时间|这阵子|这几天|先用")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from hlmem.lexicon import Lexicon
+from hlmem.lang import Lexicon
 from hlmem.rules.base import EN_TEAM, RuleSet, RuleTable, alternation
 from hlmem.rules.sentence import Hit, Sentence, marks_start
 from hlmem.rules.values import EN_TRAIL, clean_en

@@ -2,8 +2,8 @@
 
 For each user piece, in-conversation forget requests come first ("忘了我刚才说的", "forget
 what I just said": a draft with the reserved predicate ``forget_request`` that admission acts
-on, :mod:`hlmem.forget_request`; the request's clause is read by no other rule, the rest of its
-sentence is), then explicit memory requests (``notes``); every other sentence
+on, :mod:`hlmem.rules.forget_request`; the request's clause is read by no other rule, the rest of
+its sentence is), then explicit memory requests (``notes``); every other sentence
 that ``skipped`` keeps goes through the rules of its language in priority order, each rule
 only when one of its gate words is in the sentence, and yields at most one draft per slot.
 Drafts of the same claim within a window merge into one, with up to ``_EVIDENCE_MAX`` spans.
@@ -16,17 +16,16 @@ import re
 from datetime import UTC
 from functools import lru_cache
 
-from hlmem.forget_request import forget_requests, request_draft
-from hlmem.lexicon import Language, Lexicon, default_lexicon
+from hlmem.lang import Language, Lexicon, default_lexicon, language_of, normalize
+from hlmem.lang.timeexpr import trie_pattern
 from hlmem.messages import ClaimDraft, EvidenceSpan, Role, WindowPiece, WindowText
 from hlmem.rules.base import RuleTable
 from hlmem.rules.en import EnRules
+from hlmem.rules.forget_request import forget_requests, request_draft
 from hlmem.rules.notes import NOTE_PATTERNS, note
 from hlmem.rules.plans import PlanRules
 from hlmem.rules.sentence import Hit, Sentence, sentences, skipped
 from hlmem.rules.zh import ZhRules
-from hlmem.text import language_of, normalize
-from hlmem.timeparse import trie_pattern
 
 NAME = "rules-v2"
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
+from hlmem.lang import language_of
 from hlmem.messages import ClaimDraft, EvidenceSpan, WindowPiece
-from hlmem.text import language_of
 
 # Only a request to remember counts, not the word: "记住" at the start of a sentence or after
 # 请 / 帮我 / 麻烦(你) / (一定)要, never "记住了"; "remember" as an imperative at the start of a

@@ -13,12 +13,12 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
-from hlmem.lexicon import Language, Lexicon
+from hlmem.lang import Language, Lexicon
+from hlmem.lang.timeexpr import TimeRef
 from hlmem.rules.base import RuleSet, RuleTable
 from hlmem.rules.sentence import CJK, Hit, Sentence
 from hlmem.rules.values import ZH_TRAIL, clean_en
 from hlmem.rules.zh import ZH_ADV
-from hlmem.timeparse import TimeRef
 
 # Plans: a clause with a time that is not over, and (zh) a word that makes it something to do.
 _ZH_PLAN_WORDS = tuple(

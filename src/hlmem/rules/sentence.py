@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from hlmem.lexicon import Language
+from hlmem.lang import Language
+from hlmem.lang.timeexpr import Prefer, TimeRef, find_all
 from hlmem.messages import ClaimScope
-from hlmem.timeparse import Prefer, TimeRef, find_all
 
 _SENTENCE_END = re.compile(r"[。！？!?；;…]+[”’」』\"')）]*|\.(?=\s|$)[”’\"')）]*|\n+")
 _CLAUSE_SEP = re.compile(r"[，,；;：:]|\s+-\s+|\s—\s")

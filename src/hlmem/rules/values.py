@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from hlmem.lexicon import Language
+from hlmem.lang import Language
 
 ZH_TRAIL = re.compile(
     r"(?:了|啦|吧|的|呢|哦|喔|噢|呀|啊|嘛|哈|哇|咯|罢了|而已|哈哈|等等|等|~|～|\s|[“”\"'。！!？?…])+$"

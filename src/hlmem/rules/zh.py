@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import re
 
-from hlmem.lexicon import Lexicon
+from hlmem.lang import Lexicon
+from hlmem.lang.timeexpr import cn_number
 from hlmem.rules.base import ZH_TEMP, RuleSet, RuleTable, alternation
 from hlmem.rules.sentence import CJK, Hit, Sentence
 from hlmem.rules.values import ZH_CUT, ZH_TRAIL, ZH_WHICH_IS, clean_zh
-from hlmem.timeparse import cn_number
 
 _V = r"[^，,。！？!?；;：:\n]"  # a character inside one Chinese clause
 # Pattern fragments: adverbs between 我 and the verb, a negation, a start ("从5月开始"), the

@@ -1,13 +1,13 @@
 -- Named queries, loaded once by store.py. Each block starts with `-- name: verb_noun`.
 -- Parameters are always bound; lists travel as one JSON array read with json_each.
 -- A single-row INSERT ... VALUES (?, ...) also gets a JSON-array form for many rows
--- (hlmem.store.json_rows_form): executemany runs it once over all rows.
+-- (hlmem.store.db.json_rows_form): executemany runs it once over all rows.
 
 -- name: existing_event_ids
 SELECT id FROM events WHERE id IN (SELECT value FROM json_each(?));
 
 -- name: any_line_event_id
--- An event named by a JSONL line's position (ids jl_<line hash>_<line number>: hlmem.jsonl).
+-- An event named by a JSONL line's position (ids jl_<line hash>_<line number>: hlmem.memory.jsonl).
 SELECT 1 FROM events WHERE id >= 'jl_' AND id < 'jl`' LIMIT 1;
 
 -- name: line_event_ids

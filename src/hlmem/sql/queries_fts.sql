@@ -1,8 +1,8 @@
--- Named queries of the full-text channel of recall (hlmem.fts; tables: migration 0004).
+-- Named queries of the full-text channel of recall (hlmem.index.fts; tables: migration 0004).
 -- Only recall_docs is written: its triggers keep the recall_fts index in step.
 
 -- name: fts_insert
--- (kind, item_id, namespace, body): hlmem.fts.fts_row. A replay of the same row changes
+-- (kind, item_id, namespace, body): hlmem.index.fts.fts_row. A replay of the same row changes
 -- nothing; a new body or namespace replaces the old one.
 INSERT INTO recall_docs (kind, item_id, namespace, body) VALUES (?, ?, ?, ?)
 ON CONFLICT (kind, item_id) DO UPDATE
@@ -14,7 +14,7 @@ WHERE namespace IS NOT excluded.namespace OR body IS NOT excluded.body;
 DELETE FROM recall_docs WHERE kind = ? AND item_id = ?;
 
 -- name: fts_count_terms
--- The first step of one full-text search (hlmem.fts.fts_search_terms says why and how): each
+-- The first step of one full-text search (hlmem.index.fts.fts_search_terms says why and how): each
 -- term's rows counted up to :cap (a doclist walk that stops there, no bm25), with whether the
 -- namespace's token narrows the search. :terms is a JSON array of quoted terms; :token the
 -- namespace-token MATCH string, used when the namespace holds at most 1/8 of the rows
@@ -44,7 +44,7 @@ SELECT EXISTS (
 
 -- name: fts_version
 -- The version of the full-text index: FTS5's structure record, rewritten by every committed
--- change to the index (hlmem.fts.TermCounts remembers term counts while it stays the same).
+-- change to the index (hlmem.index.fts.TermCounts remembers term counts while it stays the same).
 SELECT block FROM recall_fts_data WHERE id = 10;
 
 -- name: fts_ranked
@@ -62,7 +62,7 @@ LIMIT :limit;
 
 -- name: fts_ranked_top
 -- Tier 1's first :n rows by bm25 (equal scores in rowid order) from the full-text index alone,
--- without joining recall_docs (hlmem.fts._ranked_rows joins only these, with fts_docs).
+-- without joining recall_docs (hlmem.index.fts._ranked_rows joins only these, with fts_docs).
 SELECT rowid, rank FROM recall_fts(:match) ORDER BY rank, rowid LIMIT :n;
 
 -- name: fts_docs
@@ -108,7 +108,7 @@ SELECT json_group_array(json_array(kind, item_id, rid)) FROM (
 
 -- name: fts_unindexed_claims
 -- Claims after rowid :after without a full-text row (backfill), forgotten ones excepted, with
--- the value and predicate their search text adds (hlmem.fts.claim_search_text).
+-- the value and predicate their search text adds (hlmem.index.fts.claim_search_text).
 SELECT c.rowid, c.id, c.namespace, c.text, c.value, c.predicate FROM claims c
 WHERE c.rowid > :after AND c.status != 'forgotten'
   AND NOT EXISTS (SELECT 1 FROM recall_docs d WHERE d.kind = 'claim' AND d.item_id = c.id)

@@ -1,6 +1,6 @@
--- Named queries of the lifecycle: explicit forget (hlmem.forget, and the admission stage for
--- in-conversation requests), user corrections (hlmem.correct, the conflict stage) and explain
--- (hlmem.explain). Tables and triggers: migrations 0001 and 0006. Lists travel as JSON arrays.
+-- Named queries of the lifecycle: explicit forget (hlmem.claims.forgetting, and the admission stage for
+-- in-conversation requests), user corrections (hlmem.lifecycle.correct, the conflict stage) and explain
+-- (hlmem.lifecycle.explain). Tables and triggers: migrations 0001 and 0006. Lists travel as JSON arrays.
 
 -- --- forget: what to delete ---------------------------------------------------------------------
 
@@ -228,16 +228,16 @@ INSERT OR IGNORE INTO claim_merges (claim_id, source_key, stage, similarity, rea
                                     source_hash)
 VALUES (?, ?, ?, ?, ?, ?, ?);
 
--- --- user corrections (hlmem.correct, stages/conflict.py) ------------------------------------
+-- --- user corrections (hlmem.lifecycle.correct, stages/conflict.py) ------------------------------------
 
 -- name: correction_target
--- The claim a user correction replaces, named in its event's metadata by hlmem.correct.
+-- The claim a user correction replaces, named in its event's metadata by hlmem.lifecycle.correct.
 SELECT json_extract(e.metadata, '$.correct.claim_id')
 FROM evidence ev JOIN events e ON e.id = ev.event_id
 WHERE ev.claim_id = ? AND json_extract(e.metadata, '$.correct.claim_id') IS NOT NULL
 LIMIT 1;
 
--- --- explain (hlmem.explain) ---------------------------------------------------------------------
+-- --- explain (hlmem.lifecycle.explain) ---------------------------------------------------------------------
 
 -- name: explain_claim
 SELECT id, namespace, subject, predicate, value, text, status, language, importance,

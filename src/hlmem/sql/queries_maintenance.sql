@@ -1,4 +1,4 @@
--- Named queries of the claim lifecycle (hlmem.lifecycle) and the maintenance stage
+-- Named queries of the claim lifecycle (hlmem.claims.activation) and the maintenance stage
 -- (hlmem.stages.maintenance; tables and columns: migration 0007). Every write is bounded by
 -- :limit or by the ids it is given, so one tick is one short transaction.
 

@@ -1,5 +1,5 @@
--- Named queries of export / import (hlmem.portable) and backup / restore (hlmem.backup).
--- Loaded beside queries.sql by hlmem.store. The export reads run on a connection of their own,
+-- Named queries of export / import (hlmem.portable.reader) and backup / restore (hlmem.portable.backups).
+-- Loaded beside queries.sql by hlmem.store.db. The export reads run on a connection of their own,
 -- inside one read transaction (one snapshot), in pages keyed by rowid: :after, :limit.
 -- :ns is a namespace, or NULL for every namespace.
 

@@ -1,8 +1,8 @@
--- Named queries of recall (hlmem.recall): candidates' rows, entities, activation, feedback.
+-- Named queries of recall (hlmem.recall.recaller): candidates' rows, entities, activation, feedback.
 
 -- name: recall_claims
 -- The candidate claims' rows (any status; recall filters by mode and time). The last column
--- is when `activation` was evaluated: recall decays it to now (hlmem.lifecycle). The ids lead:
+-- is when `activation` was evaluated: recall decays it to now (hlmem.claims.activation). The ids lead:
 -- `+namespace` keeps the planner off the namespace indexes, which would scan every claim of
 -- the namespace (and did: 46 ms at 10k claims, growing with the namespace) instead of looking
 -- up the few ids.
@@ -61,7 +61,7 @@ SELECT json_group_array(json_array(event_id, active_claims, claims)) FROM (
 
 -- name: recall_known_entities
 -- The namespace's entities whose normalized name is in the JSON array of strings: the query's
--- substrings (hlmem.query.name_candidates), one index lookup each, instead of every entity of
+-- substrings (hlmem.recall.understanding.name_candidates), one index lookup each, instead of every entity of
 -- the namespace read and matched in Python (11 ms at 10k claims, growing with the namespace).
 SELECT name, kind FROM entities
 WHERE namespace = ? AND normalized IN (SELECT value FROM json_each(?));

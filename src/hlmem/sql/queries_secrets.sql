@@ -1,6 +1,6 @@
--- Named queries of the secrets task of maintenance (hlmem.secret_scan): walks over events,
+-- Named queries of the secrets task of maintenance (hlmem.claims.secret_scan): walks over events,
 -- claims and jobs after a cursor, and the rewrites of what was derived with a secret in it.
--- Loaded beside queries.sql by hlmem.store.
+-- Loaded beside queries.sql by hlmem.store.db.
 
 -- name: secrets_scan_events
 -- Events after seq :after, with their full-text body (NULL: not indexed yet).

@@ -1,5 +1,5 @@
 -- Named queries of the vector channel (vector_index.py; the embedder stage writes with
--- vector_upsert). Loaded beside queries.sql by hlmem.store.
+-- vector_upsert). Loaded beside queries.sql by hlmem.store.db.
 
 -- name: vector_upsert
 -- Write one vector: (owner_kind, owner_id, namespace, model_id, model_version, dim, vector,

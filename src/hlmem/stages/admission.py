@@ -1,24 +1,24 @@
 """Admission: the deterministic worth-remembering gate, per proposed claim.
 
 Source admission (provenance) already ran in the extractor, before any model call. Here each
-candidate passes :func:`hlmem.admission.gate` (no information content, one-off operational
-noise, secrets) and the tombstones of explicit forgets (its key, its slot key, its evidence
-events); every decision is recorded for explain, and the admitted candidates go on to dedup as
-one job per batch. The gate is pure: a batch of at least ``pipeline.offload_min_candidates``
-has it computed by the pipeline's CPU helper child when one runs (:mod:`hlmem.offload`).
+candidate passes :func:`hlmem.claims.admission_rules.gate` (no information content, one-off
+operational noise, secrets) and the tombstones of explicit forgets (its key, its slot key, its
+evidence events); every decision is recorded for explain, and the admitted candidates go on to dedup
+as one job per batch. The gate is pure: a batch of at least ``pipeline.offload_min_candidates``
+has it computed by the pipeline's CPU helper child when one runs (:mod:`hlmem.pipeline.offload`).
 
-A candidate with the predicate :data:`~hlmem.forget_request.FORGET_PREDICATE` is an
+A candidate with the predicate :data:`~hlmem.rules.forget_request.FORGET_PREDICATE` is an
 in-conversation forget request ("忘了我刚才说的", "forget what I just said"), never a claim. It
-is honoured when its quote is a request by :func:`~hlmem.forget_request.is_forget_request`
+is honoured when its quote is a request by :func:`~hlmem.rules.forget_request.is_forget_request`
 (whatever extractor proposed it) and its event is the user's own, from a trusted source. Its
 target is what the user "just said": the latest user event before it in the same session,
 among the last :data:`REQUEST_LOOKBACK_EVENTS`, that could hold a memory at all
-(:func:`hlmem.admission.worth_extracting`, once its own forget requests are taken out:
+(:func:`hlmem.claims.admission_rules.worth_extracting`, once its own forget requests are taken out:
 acknowledgements, thanks and bare requests are skipped). Whatever claims rest on the target are
-forgotten as a retraction (:mod:`hlmem.forget`: a value it had replaced is believed again), its
-candidates still in this batch are blocked, and the event itself is deleted, even when it gave
-no claim (a password said by mistake). A candidate blocked as a secret whose payload still holds
-it (a job written before drafts were redacted at extraction) has its payload redacted when its
+forgotten as a retraction (:mod:`hlmem.claims.forgetting`: a value it had replaced is believed
+again), its candidates still in this batch are blocked, and the event itself is deleted, even when
+it gave no claim (a password said by mistake). A candidate blocked as a secret whose payload still
+holds it (a job written before drafts were redacted at extraction) has its payload redacted when its
 job completes. While the target's window is not extracted yet, or its
 admitted candidates are still on their way, the request's job waits
 (:class:`~hlmem.errors.ForgetPending`, retried with backoff), so that no claim of it escapes.
@@ -28,21 +28,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-from hlmem import admission
+from hlmem.claims import ForgetPlan, apply_forget, claim_hash, tombstone_key
+from hlmem.claims import admission_rules as admission
 from hlmem.clock import Clock, iso
 from hlmem.errors import ForgetPending
-from hlmem.forget import ForgetPlan, apply_forget
-from hlmem.forget_request import FORGET_PREDICATE, forget_requests, is_forget_request
+from hlmem.jobs import JobSpec
 from hlmem.messages import Candidate, ClaimsAdmitted, ClaimsProposed, Job, OriginClass
-from hlmem.queue import JobSpec
-from hlmem.slots import claim_hash, tombstone_key
-from hlmem.stages.base import Stage
+from hlmem.rules import FORGET_PREDICATE, forget_requests, is_forget_request
+from hlmem.stages.base import CpuHelper, Stage
 from hlmem.store import Store, SyncTx
-
-if TYPE_CHECKING:  # not imported at run time: ``python -m hlmem.offload`` must not find it loaded
-    from hlmem.offload import Offloader
 
 TOMBSTONED = admission.Decision("block", "tombstone")
 #: what a retracted candidate's text becomes in the job table
@@ -76,7 +71,7 @@ class Admission(Stage[_Gated]):
     downstream = "dedup"
 
     def __init__(
-        self, store: Store, clock: Clock, mode: str, *, offloader: Offloader | None = None
+        self, store: Store, clock: Clock, mode: str, *, offloader: CpuHelper | None = None
     ) -> None:
         self.store = store
         self.clock = clock
@@ -119,8 +114,8 @@ class Admission(Stage[_Gated]):
         return gated
 
     async def _gates(self, candidates: list[Candidate]) -> dict[str, admission.Decision]:
-        """:func:`hlmem.admission.gate` of each candidate, by key: in the helper child for a
-        big batch when it runs, else here."""
+        """:func:`hlmem.claims.admission_rules.gate` of each candidate, by key: in the helper child
+        for a big batch when it runs, else here."""
         off = self.offloader
         if off is not None and len(candidates) >= off.min_candidates:
             decisions = await off.gate([c.draft for c in candidates])

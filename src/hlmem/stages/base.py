@@ -22,12 +22,14 @@ import asyncio
 import contextlib
 import logging
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import anyio
 from anyio.abc import TaskStatus
 
+from hlmem.claims import Decision
 from hlmem.clock import Clock, wall
 from hlmem.config import PipelineConfig, StageConfig
 from hlmem.errors import (
@@ -40,8 +42,9 @@ from hlmem.errors import (
     Retryable,
     StoreError,
 )
-from hlmem.messages import Job, JobStatus
-from hlmem.queue import JobQueue, JobSpec, retry_decision
+from hlmem.jobs import JobQueue, JobSpec, retry_decision
+from hlmem.lang import Vectors
+from hlmem.messages import ClaimDraft, Extraction, Job, JobStatus
 from hlmem.store import Store, SyncTx
 
 log = logging.getLogger(__name__)
@@ -50,6 +53,34 @@ P = TypeVar("P")
 
 #: how often a feeder re-reads its downstream backlog, in seconds
 DOWNSTREAM_CHECK_S = 0.1
+
+
+class CpuHelper(Protocol):
+    """What the stages ask of the pipeline's CPU helper child (``hlmem.pipeline.Offloader``,
+    which the pipeline passes in): pure CPU work on big batches, done in another process.
+
+    Each method returns ``None`` when the helper cannot take the batch (none is ready, it
+    failed): the stage then does the work itself. The ``min_*`` sizes say from which batch size
+    on it is worth asking."""
+
+    min_windows: int
+    min_texts: int
+    min_candidates: int
+
+    async def extract(
+        self, windows: Sequence[tuple[Any, ...]], texts: Sequence[str]
+    ) -> Extraction | None:
+        """The full-text body of each of ``texts`` and the built-in rules' drafts of each
+        window (:func:`hlmem.messages.window_tuple`)."""
+
+    async def embed(self, texts: Sequence[str], *, dim: int) -> Vectors | None:
+        """The local embedder's ``(len(texts), dim)`` vectors of ``texts``."""
+
+    async def gate(self, drafts: Sequence[ClaimDraft]) -> list[Decision] | None:
+        """The admission gate's decision on each of ``drafts``."""
+
+    def expect(self, texts: int) -> None:
+        """``texts`` new texts are on their way: a burst may start the helper early."""
 
 
 class Stage(ABC, Generic[P]):

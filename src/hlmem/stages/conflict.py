@@ -18,8 +18,8 @@ For a pending claim N and the current (active) claim C of its timeline:
   learned, valid until C (or the next claim on the timeline) began; a claim whose validity it
   interrupts ends where N begins.
 
-A user correction (:mod:`hlmem.correct`) always becomes current: it supersedes the claim it
-corrects (named by its event) with the reason ``user correction: ...``, never takes the
+A user correction (:mod:`hlmem.lifecycle.correct`) always becomes current: it supersedes the claim
+it corrects (named by its event) with the reason ``user correction: ...``, never takes the
 late-arrival path, and on a multi-valued slot replaces the corrected value too; when the slot
 already holds its value, it folds into that claim, which then supersedes the corrected one.
 
@@ -34,10 +34,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from hlmem.clock import Clock, iso
-from hlmem.correct import CORRECTION
-from hlmem.lexicon import Lexicon
-from hlmem.messages import ClaimsPending, EmbedClaims, Job
-from hlmem.queue import JobSpec
+from hlmem.jobs import JobSpec
+from hlmem.lang import Lexicon
+from hlmem.messages import CORRECTION_EXTRACTOR, ClaimsPending, EmbedClaims, Job
 from hlmem.stages.base import Stage
 from hlmem.store import SyncTx
 
@@ -99,7 +98,7 @@ class Conflict(Stage[None]):
         """Place pending claim ``r``; False when it was folded into the claim it repeats."""
         new = _Row(r[0], r[4], tuple(json.loads(r[5])), r[6], r[9], r[10], r[11], r[12])
         namespace, predicate, slot_key, value_key = r[1], r[3], r[7], r[8]
-        corrects = self._corrected(tx, new.id) if r[13] == CORRECTION else None
+        corrects = self._corrected(tx, new.id) if r[13] == CORRECTION_EXTRACTOR else None
         multi = self.lexicon.is_multi_valued(predicate)
         timeline = [
             _Row(t[0], t[1], tuple(json.loads(t[2])), t[3], t[4], t[5], t[6], t[7])

@@ -2,11 +2,11 @@
 
 For each admitted candidate, in order:
 
-1. **Exact:** a live claim (pending or active) with the same :func:`~hlmem.slots.claim_hash`
+1. **Exact:** a live claim (pending or active) with the same :func:`~hlmem.claims.slots.claim_hash`
    (subject, predicate, value, polarity, qualifiers, folded) is the same statement.
 2. **Protected atoms, then similarity:** the newest live claims of the same slot are compared
-   with :func:`hlmem.atoms.same_fact`: every protected atom (subject, numbers, versions, dates,
-   paths, negation, quotes, names) must agree *and* the texts must be at least
+   with :func:`hlmem.lang.atoms.analysis.same_fact`: every protected atom (subject, numbers,
+   versions, dates, paths, negation, quotes, names) must agree *and* the texts must be at least
    ``dedup.similarity_threshold`` alike. Otherwise both are kept: a duplicate wastes a little
    space, a wrong merge rewrites a fact.
 3. **Audit (optional, off by default):** a pair whose atoms agree and whose similarity falls in
@@ -18,7 +18,7 @@ it merged); a new claim is written as ``pending`` with its evidence and entities
 the conflict stage. Comparisons run in ``prepare`` on a snapshot; ``apply`` re-checks, inside
 the transaction, the claims other processes wrote since, so two workers cannot both add the
 same fact, and drops candidates that a forget committed since admission let them through.
-A user correction (:mod:`hlmem.correct`) is never merged: the conflict stage places it.
+A user correction (:mod:`hlmem.lifecycle.correct`) is never merged: the conflict stage places it.
 """
 
 from __future__ import annotations
@@ -29,20 +29,17 @@ from typing import Any
 
 import anyio
 
-from hlmem import atoms
+from hlmem.claims import claim_hash, slot_key, tombstone_key, value_key
 from hlmem.clock import Clock, iso
 from hlmem.config import DedupConfig
-from hlmem.correct import CORRECTION
-from hlmem.fts import claim_search_text, fts_row
-from hlmem.gateway import Gateway
-from hlmem.lexicon import Lexicon, default_lexicon
-from hlmem.messages import Candidate, ClaimsAdmitted, ClaimsPending, Job
-from hlmem.prompts import audit_request, parse_audit
-from hlmem.queue import JobSpec
-from hlmem.slots import claim_hash, slot_key, tombstone_key, value_key
+from hlmem.gateway import Gateway, audit_request, parse_audit
+from hlmem.index import claim_search_text, fts_row
+from hlmem.jobs import JobSpec
+from hlmem.lang import Lexicon, default_lexicon, derived_id, normalize
+from hlmem.lang.atoms import analysis as atoms
+from hlmem.messages import CORRECTION_EXTRACTOR, Candidate, ClaimsAdmitted, ClaimsPending, Job
 from hlmem.stages.base import Stage
 from hlmem.store import Store, SyncTx
-from hlmem.text import derived_id, normalize
 
 
 @dataclass
@@ -160,7 +157,7 @@ class Dedup(Stage[_Prepared]):
         if exact == c.key:  # a replayed job finds its own claim: nothing to do
             d.replay = True
             return
-        if c.extractor == CORRECTION:
+        if c.extractor == CORRECTION_EXTRACTOR:
             # A user correction is its own claim, which conflict places over the claim it
             # corrects (or folds into the claim that already holds its value).
             known = slots.get((c.namespace, d.skey), [])
@@ -277,7 +274,7 @@ class Dedup(Stage[_Prepared]):
             if d.target is None
             and not d.replay
             and not d.forgotten
-            and d.candidate.extractor != CORRECTION
+            and d.candidate.extractor != CORRECTION_EXTRACTOR
         ]
         if not fresh:
             return

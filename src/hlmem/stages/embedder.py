@@ -4,12 +4,12 @@ version hash.
 Claims arrive from conflict once placed; raw events from the extractor once their window is
 indexed for full-text recall, so recall's vector channel covers what no extractor turned into a
 claim. An event is embedded by the first ``embedder.event_max_chars`` characters of its text
-with its secrets left out (:func:`hlmem.redaction.scrub`, on the whole text, so that no secret
+with its secrets left out (:func:`hlmem.lang.redaction.scrub`, on the whole text, so that no secret
 cut at the limit slips through), claims by their text likewise: a vector never encodes a
 secret, and a provider embedder never receives one. Texts are
 embedded in batches of ``embedder.batch_size``: by the local embedder (in a worker thread, or
-for a big batch in the pipeline's CPU helper child, :mod:`hlmem.offload`; no model, no network)
-or through the gateway's embeddings call. A vector row is keyed by (owner, model id) and
+for a big batch in the pipeline's CPU helper child, :mod:`hlmem.pipeline.offload`; no model, no
+network) or through the gateway's embeddings call. A vector row is keyed by (owner, model id) and
 carries the model's version hash; vectors of different models are never compared, because
 recall asks for one model's rows. An owner already holding a vector of the configured model
 and version is skipped, so a replay embeds nothing twice; one deleted since it was read (a
@@ -25,41 +25,23 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
 
 import anyio
 import numpy as np
 
 from hlmem.clock import Clock, iso
 from hlmem.config import EmbedderConfig
-from hlmem.embedding import MODEL_ID, LocalEmbedder, model_version
-from hlmem.gateway import Gateway
-from hlmem.messages import EmbedClaims, Job
-from hlmem.providers import EmbedRequest
-from hlmem.queue import JobSpec
-from hlmem.redaction import scrub
-from hlmem.stages.base import Stage
+from hlmem.gateway import EmbedRequest, Gateway
+from hlmem.index import model_identity
+from hlmem.jobs import JobSpec
+from hlmem.lang import LocalEmbedder, Vectors, scrub
+from hlmem.messages import EMBED_BACKFILL_KEY, EmbedClaims, Job
+from hlmem.stages.base import CpuHelper, Stage
 from hlmem.store import Store, SyncTx
-from hlmem.text import content_hash
 
-if TYPE_CHECKING:  # not imported at run time: ``python -m hlmem.offload`` must not find it loaded
-    from hlmem.offload import Offloader
-
-BACKFILL_KEY = "embedder:backfill"
 #: events are read up to this many times ``event_max_chars``; a longer one is read whole, so
 #: that its secrets are found before it is cut
 _READ_FACTOR = 2
-
-Vectors = np.ndarray[Any, np.dtype[np.float32]]
-
-
-def model_identity(cfg: EmbedderConfig) -> tuple[str, str]:
-    """The model id and version hash that vectors embedded under ``cfg`` are tagged with: the
-    local embedder's (its version hashes every parameter), else ``provider/model`` with a hash
-    of the two."""
-    if cfg.provider == "local":
-        return MODEL_ID, model_version(cfg.dim)
-    return f"{cfg.provider}/{cfg.model}", content_hash(f"{cfg.provider}\x1f{cfg.model}")[:12]
 
 
 @dataclass
@@ -79,7 +61,7 @@ class Embedder(Stage[_Embedded]):
         cfg: EmbedderConfig,
         gateway: Gateway | None = None,
         *,
-        offloader: Offloader | None = None,
+        offloader: CpuHelper | None = None,
     ) -> None:
         if cfg.provider != "local" and gateway is None:
             raise ValueError(f"embedder.provider {cfg.provider!r} needs a gateway")
@@ -213,4 +195,4 @@ class Embedder(Stage[_Embedded]):
         return [self._backfill_job()] if lacking else []
 
     def _backfill_job(self) -> JobSpec:
-        return JobSpec("embedder", EmbedClaims(), dedup_key=BACKFILL_KEY)
+        return JobSpec("embedder", EmbedClaims(), dedup_key=EMBED_BACKFILL_KEY)

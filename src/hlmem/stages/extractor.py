@@ -5,10 +5,10 @@ and decides source admission per event *before any model is called*: under prove
 ``enforce`` the pieces of untrusted events (external web pages, tool output, cron, heartbeat
 and subagent sessions, …) are left out of what the extractor sees, and a window with nothing
 left costs no call at all; neither does a window whose user turns are only acknowledgements,
-thanks or one-off commands (:func:`hlmem.admission.worth_extracting`). The rest goes to the
-rules extractor (in a worker thread, or for a big batch in the pipeline's CPU helper child,
-:mod:`hlmem.offload`) or, with ``extractor.kind = "model"``, to one structured chat call per
-window through the gateway; an answer that does not parse gets
+thanks or one-off commands (:func:`hlmem.claims.admission_rules.worth_extracting`). The rest goes to
+the rules extractor (in a worker thread, or for a big batch in the pipeline's CPU helper child,
+:mod:`hlmem.pipeline.offload`) or, with ``extractor.kind = "model"``, to one structured chat call
+per window through the gateway; an answer that does not parse gets
 ``repair_attempts`` repair calls; still bad, that was one attempt of the job
 (``ExtractionFailed`` is retryable), which is dead-lettered with the raw answer kept after its
 last attempt. One window's failure fails only its own job (``job_errors``).
@@ -20,10 +20,10 @@ one embedder job for the batch's events. Candidate keys derive from the window
 and the draft's place and content, so a replayed job proposes the same keys.
 
 Nothing derived here holds a secret: full-text bodies leave secrets out
-(:func:`hlmem.event_terms.event_body`), a draft is redacted before its job payload is written
-(:func:`hlmem.admission.redacted_draft`: admission then blocks it as ``secret:<kind>``, and its
-key derives from the redacted content, so no key is a hash of a password), a model is sent the
-window with its secrets replaced by markers (its quotes are found back in the event's own
+(:func:`hlmem.lang.event_terms.event_body`), a draft is redacted before its job payload is written
+(:func:`hlmem.claims.admission_rules.redacted_draft`: admission then blocks it as ``secret:<kind>``,
+and its key derives from the redacted content, so no key is a hash of a password), a model is sent
+the window with its secrets replaced by markers (its quotes are found back in the event's own
 text), and a dead-lettered answer is kept redacted (and without the window's secrets, should
 a model echo one).
 """
@@ -35,17 +35,25 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 from itertools import groupby
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 
-from hlmem import admission, prompts
+from hlmem.claims import admission_rules as admission
 from hlmem.clock import Clock, iso, parse_iso
 from hlmem.config import Config
 from hlmem.errors import BadProviderOutput, ExtractionFailed
-from hlmem.event_terms import event_body
-from hlmem.gateway import Gateway
-from hlmem.lexicon import Lexicon, default_lexicon
+from hlmem.gateway import ChatMessage, ChatRequest, Gateway, prompts
+from hlmem.jobs import JobSpec
+from hlmem.lang import (
+    Lexicon,
+    content_hash,
+    default_lexicon,
+    derived_id,
+    event_body,
+    find_secrets,
+    redact,
+)
 from hlmem.messages import (
     Candidate,
     ClaimDraft,
@@ -58,17 +66,10 @@ from hlmem.messages import (
     WindowText,
     window_from,
 )
-from hlmem.providers import ChatMessage, ChatRequest
-from hlmem.queue import JobSpec
-from hlmem.redaction import find_secrets, redact
 from hlmem.rules import NAME as RULES_NAME
 from hlmem.rules import RulesExtractor
-from hlmem.stages.base import Stage
+from hlmem.stages.base import CpuHelper, Stage
 from hlmem.store import Store, SyncTx
-from hlmem.text import content_hash, derived_id
-
-if TYPE_CHECKING:  # not imported at run time: ``python -m hlmem.offload`` must not find it loaded
-    from hlmem.offload import Offloader
 
 #: origins and session kinds whose events are replayed history: a claim's recorded time is
 #: then the event's own timestamp, not the time hlmem ingested it
@@ -175,7 +176,7 @@ class Extractor(Stage[Extracted]):
         *,
         lexicon: Lexicon | None = None,
         gateway: Gateway | None = None,
-        offloader: Offloader | None = None,
+        offloader: CpuHelper | None = None,
     ) -> None:
         cfg = cfg or Config()
         lexicon = lexicon or default_lexicon()
@@ -279,7 +280,7 @@ class Extractor(Stage[Extracted]):
         return _Window(job_id, rows[0][0], rows[0][1], rows[0][2], admitted, sources)
 
     def _source_decision(self, origin_class: str, session_kind: str) -> admission.Decision:
-        """:func:`hlmem.admission.source_decision` under this stage's policy, once per
+        """:func:`hlmem.claims.admission_rules.source_decision` under this stage's policy, once per
         (origin, session kind): a pure function of the two."""
         key = (origin_class, session_kind)
         decision = self._decisions.get(key)
@@ -450,8 +451,8 @@ def _without(text: str, known: list[tuple[str, str]]) -> str:
 def _in_event_text(draft: ClaimDraft, window: WindowText) -> ClaimDraft:
     """A draft parsed from the redacted window, its quotes' offsets found again in the events'
     own text. A quote holding a marker is first narrowed to the clause of the claim's value
-    (:func:`hlmem.admission.narrowed_span`); one that cannot be keeps its marker (admission
-    blocks such a draft as a secret)."""
+    (:func:`hlmem.claims.admission_rules.narrowed_span`); one that cannot be keeps its marker
+    (admission blocks such a draft as a secret)."""
     spans = []
     for span in draft.evidence:
         if "[REDACTED:" in span.quote:

@@ -24,17 +24,17 @@ ticks back to back without the job table and returns the report.
    plus grace (longer for important claims) has passed become ``archived`` with reason
    ``expired``: out of current recall, in history with their evidence; their vectors go.
 2. ``lifecycle`` — decay and archive over a window of active claims: the activation decayed to
-   now is written down when it moved (:mod:`hlmem.lifecycle`; confidence is never touched); a
-   claim silent for ``archive_silent_days`` whose activation fell to ``archive_max_activation``
+   now is written down when it moved (:mod:`hlmem.claims.activation`; confidence is never touched);
+   a claim silent for ``archive_silent_days`` whose activation fell to ``archive_max_activation``
    (and not important enough to keep) becomes ``archived`` with reason ``silent`` and loses its
    vectors. Its full-text row stays, so history recall still finds it, marked archived; current
    recall filters it out by status, and an event whose claims are all archived or superseded is
    history too.
 3. ``dedup`` — convergence: each active claim of the window is compared with the older active
    claims of its slot by the dedup stage's own rules (same content hash, or
-   :func:`hlmem.atoms.same_fact` at ``dedup.similarity_threshold``: every protected atom must
-   agree). A pair that would merge today (stored before a lexicon or threshold change, or by
-   two processes at once) merges: the newer claim's evidence, entities and merges join the older
+   :func:`hlmem.lang.atoms.analysis.same_fact` at ``dedup.similarity_threshold``: every protected
+   atom must agree). A pair that would merge today (stored before a lexicon or threshold change, or
+   by two processes at once) merges: the newer claim's evidence, entities and merges join the older
    one, the newer is ``superseded`` by it with the reason (``supersessions`` and
    ``claim_merges`` rows) and drops its vectors and full-text row, so it does not surface as a
    past belief of its own.
@@ -44,7 +44,7 @@ ticks back to back without the job table and returns the report.
    backfill tick, not here.
 5. ``secrets`` — what was derived with a secret in it before the redaction rules knew it
    (full-text rows of events, vectors of events and claims, job payloads and dead letters) is
-   found and taken out, once per version of the rules (:mod:`hlmem.secret_scan`).
+   found and taken out, once per version of the rules (:mod:`hlmem.claims.secret_scan`).
 6. ``observations`` — observations marked ``needs_recompute`` none of whose source claims is
    active any more are archived (nothing is left to derive them from). No stage derives
    observations yet, so the others stay marked and are counted as waiting.
@@ -72,11 +72,14 @@ from typing import Any
 
 import anyio
 
-from hlmem import atoms, lifecycle, secret_scan
+from hlmem.claims import activation as lifecycle
+from hlmem.claims import secret_scan
 from hlmem.clock import Clock, iso, parse_iso, wall
 from hlmem.config import Config, ScopeDays
-from hlmem.fts import claim_search_text, fts_row
-from hlmem.lexicon import Lexicon, default_lexicon
+from hlmem.index import claim_search_text, fts_row
+from hlmem.jobs import JobSpec
+from hlmem.lang import Lexicon, default_lexicon
+from hlmem.lang.atoms import analysis as atoms
 from hlmem.messages import (
     ArchiveReport,
     ConvergeReport,
@@ -89,7 +92,6 @@ from hlmem.messages import (
     ReindexReport,
     TtlReport,
 )
-from hlmem.queue import JobSpec
 from hlmem.stages.base import Stage
 from hlmem.store import Store, SyncTx
 

@@ -23,10 +23,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hlmem.clock import Clock, iso, parse_iso
 from hlmem.config import WindowerConfig
+from hlmem.jobs import JobSpec
+from hlmem.lang import chunk_spans, derived_id
 from hlmem.messages import (
     JOB_PAYLOAD,
     EventsAdded,
@@ -35,13 +37,8 @@ from hlmem.messages import (
     SessionEnded,
     WindowClosed,
 )
-from hlmem.queue import JobSpec
-from hlmem.stages.base import Stage
+from hlmem.stages.base import CpuHelper, Stage
 from hlmem.store import SyncTx
-from hlmem.text import chunk_spans, derived_id
-
-if TYPE_CHECKING:  # not imported at run time: ``python -m hlmem.offload`` must not find it loaded
-    from hlmem.offload import Offloader
 
 SEP = "\x1f"
 
@@ -191,7 +188,7 @@ class Windower(Stage[None]):
     downstream = "extractor"
 
     def __init__(
-        self, cfg: WindowerConfig, clock: Clock, *, offloader: Offloader | None = None
+        self, cfg: WindowerConfig, clock: Clock, *, offloader: CpuHelper | None = None
     ) -> None:
         self.cfg = cfg
         self.clock = clock

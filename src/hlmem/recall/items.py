@@ -1,0 +1,315 @@
+"""What recall shows of its ranked candidates: rows, visibility, folding, items, the packet.
+
+:class:`hlmem.recall.recaller.Recaller` finds and scores candidates; this module holds the rules
+that decide what of them is shown and how, all of them plain functions of rows read on the
+reader thread:
+
+- :func:`read_rows`: the candidates' claim and event rows, by id, in the namespace;
+- :func:`claim_visible` and :func:`event_visible`: time and status (current, history,
+  ``as_of``, ``valid_at``); in current recall an event whose claims were all superseded or
+  archived is history (:func:`claims_speak`, :func:`without_history_events`);
+- :func:`fold_keys`, :func:`first_claims` and :func:`fold_order`: equivalent claims fold into
+  the best ranked one, and an event shown as a claim's evidence is not shown again;
+- :func:`claim_item` and :func:`event_item`: the :class:`~hlmem.messages.RecallItem` of a
+  row, its texts and quotes redacted once per distinct text (:class:`Redactions`);
+- :func:`packet`: the context packet within a token budget.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from hlmem.clock import iso, parse_iso, parse_iso_opt
+from hlmem.gateway import estimate_tokens
+from hlmem.lang import normalize, redact
+from hlmem.messages import QueryParse, RecallEvidence, RecallItem
+from hlmem.store import SyncReader
+
+
+def read_rows(
+    reader: SyncReader, keys: Sequence[tuple[str, str]], namespace: str
+) -> dict[tuple[str, str], Any]:
+    """The rows of the candidates ``keys`` ((kind, id): claims and events) that are in
+    ``namespace``, by key; a statement per kind that has some."""
+    out: dict[tuple[str, str], Any] = {}
+    claims = [item_id for kind, item_id in keys if kind == "claim"]
+    if claims:
+        for r in reader.fetchall("recall_claims", (json.dumps(claims), namespace)):
+            out[("claim", r[0])] = r
+    events = [item_id for kind, item_id in keys if kind == "event"]
+    if events:  # text only: packed (SyncReader.fetch_packed)
+        for r in reader.fetch_packed("recall_events", (json.dumps(events), namespace)):
+            out[("event", r[0])] = r
+    return out
+
+
+def claim_visible(r: Any, parsed: QueryParse, now: datetime) -> bool:
+    status, valid_from, valid_to, recorded, retracted = r[6], r[11], r[12], r[13], r[14]
+    # Archived claims (expired or long silent) are history: shown, marked, outside current.
+    if status not in ("active", "superseded", "archived"):
+        return False
+    if parsed.as_of is not None:
+        t = iso(parsed.as_of)
+        if not (recorded <= t and (retracted is None or retracted > t)):
+            return False
+    if parsed.valid_at is not None:
+        t = iso(parsed.valid_at)
+        if not ((valid_from is None or valid_from <= t) and (valid_to is None or valid_to > t)):
+            return False
+    if parsed.as_of is None and parsed.valid_at is None:
+        if parsed.mode == "current":
+            return status == "active" and (valid_to is None or valid_to > iso(now))
+    return True
+
+
+def event_visible(r: Any, parsed: QueryParse) -> bool:
+    """Whether an event was told by the time the query asks about; in current recall its
+    claims also speak for it (:func:`claims_say_history`, asked apart)."""
+    if parsed.as_of is not None and r[5] > iso(parsed.as_of):
+        return False  # not yet told then
+    if parsed.period_end is not None:
+        if r[4] >= iso(parsed.period_end):
+            return False  # said after the period the query names
+    elif parsed.valid_at is not None and r[4] > iso(parsed.valid_at):
+        return False  # not yet said then
+    return True
+
+
+def claims_speak(parsed: QueryParse) -> bool:
+    """Whether an event's claims decide if it is shown: in current recall (no ``as_of``, no
+    ``valid_at``), an event whose claims have all been superseded or archived is history."""
+    return parsed.mode == "current" and parsed.as_of is None and parsed.valid_at is None
+
+
+def claims_say_history(counts: Any) -> bool:
+    """A ``recall_event_claims`` row (``None``: no claim rests on the event) says history."""
+    return counts is not None and counts[2] > 0 and counts[1] == 0
+
+
+class Redactions(dict[str, str]):
+    """:func:`hlmem.claims.admission_rules.redact` once per distinct text of one recall (a claim
+    told many times has as many evidence quotes, often the same words)."""
+
+    def __call__(self, text: str) -> str:
+        return self[text]
+
+    def __missing__(self, text: str) -> str:
+        out = self[text] = redact(text)
+        return out
+
+
+Scored = tuple[float, bool, str, Any]  # score, is an event, id, row
+
+
+def fold_keys(scored: list[Scored]) -> dict[str, tuple[Any, ...]]:
+    """Each claim's fold key: normalised subject, predicate, normalised value, polarity and
+    status. The stored value, not the redacted one shown: two claims that differ only in a
+    secret are two facts (and redacting every candidate's value cost milliseconds)."""
+    return {
+        item_id: (normalize(r[2] or ""), r[3], normalize(r[4] or ""), r[8], r[6])
+        for _, is_event, item_id, r in scored
+        if not is_event
+    }
+
+
+def without_history_events(
+    reader: SyncReader,
+    scored: list[Scored],
+    keys: dict[str, tuple[Any, ...]],
+    evidence: dict[str, list[Any]],
+    k: int,
+) -> list[Scored]:
+    """``scored`` without the events its first ``k`` items would show whose claims have all
+    been superseded or archived (history, in current recall).
+
+    What the claims of an event say is read only for the events that would be shown, not for
+    every candidate (with those of the next ``k`` items, in case some are hidden): a hidden
+    event lets the next candidate in, whose events are then read, until every event shown has
+    been (usually one read). Events past the first ``k`` items never change which items are
+    shown (:func:`fold_order`), so the items are those of filtering every candidate first."""
+    hidden: set[str] = set()
+    read: set[str] = set()
+    while True:
+        kept = [s for s in scored if not (s[1] and s[2] in hidden)]
+        # twice as many items as are shown (their first k are the items shown): the events of
+        # the next k are read with them, so a hidden one rarely needs another read
+        ahead = fold_order(kept, keys, evidence, 2 * k)
+        if all(e[2] in read for e in ahead[:k] if e[1]):
+            return kept
+        todo = [e[2] for e in ahead if e[1] and e[2] not in read]
+        counts = {r[0]: r for r in reader.fetch_packed("recall_event_claims", (json.dumps(todo),))}
+        read.update(todo)
+        hidden.update(e for e in todo if claims_say_history(counts.get(e)))
+
+
+def first_claims(scored: list[Scored], keys: dict[str, tuple[Any, ...]], k: int) -> list[str]:
+    """The best claim of each of the first ``k`` fold keys: every claim :func:`fold_order`
+    returns is one of them (events only push claims out of the first ``k``)."""
+    out: dict[tuple[Any, ...], str] = {}
+    for _, is_event, item_id, _r in scored:
+        if not is_event and keys[item_id] not in out:
+            out[keys[item_id]] = item_id
+            if len(out) >= k:
+                break
+    return list(out.values())
+
+
+def fold_order(
+    scored: list[Scored],
+    keys: dict[str, tuple[Any, ...]],
+    evidence: dict[str, list[Any]],
+    k: int,
+) -> list[tuple[float, bool, str, Any, tuple[str, ...]]]:
+    """The first ``k`` of ``scored`` (best first) after folding, each with the ids folded into
+    it: a claim with the fold key (:func:`fold_keys`: subject, predicate, value, polarity,
+    status) of a better ranked one folds into it, an event that is the evidence of a claim
+    shown before it is dropped, and an event saying what a better ranked event said (the same
+    text, normalised: a user who said it nine times) folds into that one. After ``k`` items only
+    claims and events that fold into one of them are looked at.
+    """
+    out: list[tuple[float, bool, str, Any, tuple[str, ...]]] = []
+    folded: list[list[str]] = []
+    seen: dict[tuple[Any, ...], int] = {}
+    said: dict[str, int] = {}  # an event's content hash (of its normalised text) -> its item
+    shown_events: set[str] = set()
+    for score, is_event, item_id, r in scored:
+        if is_event:
+            if item_id in shown_events:
+                continue
+            digest = r[8]
+            if digest in said:
+                if said[digest] < k:
+                    folded[said[digest]].append(item_id)
+            elif len(out) < k:
+                said[digest] = len(out)
+                out.append((score, True, item_id, r, ()))
+                folded.append([])
+            continue
+        key = keys[item_id]
+        if key in seen:
+            if seen[key] < k:
+                folded[seen[key]].append(item_id)
+            continue
+        if len(out) >= k:
+            seen[key] = k  # a new item past the k-th: what folds into it is not shown either
+            continue
+        seen[key] = len(out)
+        out.append((score, False, item_id, r, ()))
+        folded.append([])
+        shown_events.update(e[1] for e in evidence.get(item_id, ()))
+    return [(*entry[:4], tuple(f)) for entry, f in zip(out, folded, strict=True)]
+
+
+# --- items and the packet ---------------------------------------------------------------
+
+
+def claim_item(
+    r: Any,
+    score: float,
+    channels: tuple[str, ...],
+    evidence: list[Any],
+    folded: tuple[str, ...],
+    redacted: Redactions,
+    quote_chars: int,
+) -> RecallItem:
+    return RecallItem(
+        id=r[0],
+        kind="claim",
+        text=redacted(r[5]),
+        score=score,
+        status=r[6],
+        subject=r[2],
+        predicate=r[3],
+        value=redacted(r[4]),
+        qualifiers=tuple(json.loads(r[7])),
+        polarity=r[8],
+        valid_from=parse_iso_opt(r[11]),
+        valid_to=parse_iso_opt(r[12]),
+        recorded_at=parse_iso(r[13]),
+        evidence=tuple(
+            RecallEvidence(
+                event_id=e[1],
+                session_id=e[2],
+                quote=redacted(e[3])[:quote_chars],
+                occurred_at=parse_iso(e[4]),
+            )
+            for e in evidence
+            if e[6]  # the first and the latest (recall.evidence_per_item in all)
+        ),
+        evidence_total=len(evidence),
+        channels=channels,
+        folded=folded,
+    )
+
+
+def event_item(
+    r: Any,
+    score: float,
+    channels: tuple[str, ...],
+    trusted: bool,
+    folded: tuple[str, ...],
+    redacted: Redactions,
+    quote_chars: int,
+) -> RecallItem:
+    text = redacted(r[3])
+    return RecallItem(
+        id=r[0],
+        kind="event",
+        text=text,
+        score=score,
+        status="event",
+        recorded_at=parse_iso(r[5]),
+        evidence=(
+            RecallEvidence(
+                event_id=r[0],
+                session_id=r[1],
+                quote=text[:quote_chars],
+                occurred_at=parse_iso(r[4]),
+            ),
+        ),
+        evidence_total=1,
+        folded=folded,
+        trusted=trusted,
+        channels=channels,
+    )
+
+
+def packet(items: Sequence[RecallItem], budget: int, quote_chars: int) -> tuple[str, int]:
+    """Claims (with their times and a short quote) first, then events, within ``budget``
+    tokens; returns the text and its token count."""
+    header = "Relevant memories (claims first, then conversation excerpts):"
+    lines = [header]
+    used = estimate_tokens(header)
+    ordered = [i for i in items if i.kind == "claim"] + [i for i in items if i.kind == "event"]
+    for item in ordered:
+        line = packet_line(item, quote_chars)
+        cost = estimate_tokens(line) + 1
+        if used + cost > budget:
+            continue
+        lines.append(line)
+        used += cost
+    if len(lines) == 1:
+        return "", 0
+    text = "\n".join(lines)
+    return text, estimate_tokens(text)
+
+
+def packet_line(item: RecallItem, quote_chars: int) -> str:
+    if item.kind == "event":
+        ev = item.evidence[0]
+        when = ev.occurred_at.date().isoformat()
+        return f"- [{when}, conversation] {clip(item.text, quote_chars * 2)}"
+    quals = f" ({', '.join(item.qualifiers)})" if item.qualifiers else ""
+    since = item.valid_from.date().isoformat() if item.valid_from else "?"
+    until = f" until {item.valid_to.date().isoformat()}" if item.valid_to else ""
+    status = "" if item.status == "active" else f" [{item.status}]"
+    quote = f' — "{clip(item.evidence[0].quote, quote_chars)}"' if item.evidence else ""
+    return f"- {item.text}{quals}{status} (valid from {since}{until}){quote}"
+
+
+def clip(text: str, n: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= n else flat[: n - 1] + "…"

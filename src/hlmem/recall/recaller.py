@@ -1,0 +1,486 @@
+"""Recall: full text + vectors over claims and raw events, fused, filtered, ranked, packed.
+
+1. The query is understood (:mod:`hlmem.recall.understanding`): mode (current / history), ``as_of``,
+   ``valid_at``, entities, subject.
+2. Candidates: jieba-segmented FTS5 (:mod:`hlmem.index.fts`) and an exact vector scan
+   (:mod:`hlmem.index.vectors`) over claims **and** events of the namespace. With the entity
+   constraint (``enforce``) a query naming a known entity only considers memories about it, and
+   the restriction is applied before each channel's candidate limit.
+3. Reciprocal rank fusion: ``sum(1 / (rrf_k + rank))`` over the channels that found an item.
+4. Time and status. Current: active claims not expired; history: superseded and archived
+   ones too, marked; ``as_of=T``: claims learned by T and not retracted then; ``valid_at=T``:
+   claims true at T; events said by T (by the end of the period a query names: "in October
+   2023" keeps what was said in October). Events follow their claims: in current recall an
+   event whose claims are all superseded or archived is history and left out; events with no
+   claim are episodic memory. Untrusted events only when asked for.
+5. Ranking: fused score × (1 + importance, recency, activation decayed to now and feedback
+   utility, weighted by ``recall.weight_*``); equivalent claims (same slot, value and polarity)
+   fold into one.
+6. The context packet: claims with their times and short evidence quotes first, then events,
+   within the token budget.
+
+This module finds and scores the candidates (the :class:`Recaller`); what of them is shown and
+how (rows, visibility by mode and time, folding, the items and the packet) is in
+:mod:`hlmem.recall.items`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+import anyio
+
+from hlmem.claims import SourcePolicy, untrusted_rule
+from hlmem.claims import activation as lifecycle
+from hlmem.clock import parse_iso
+from hlmem.config import Config
+from hlmem.gateway import Gateway
+from hlmem.index import FtsHit, TermCounts, VectorHit, VectorIndex, fts_search_sync, match_ids_sync
+from hlmem.lang import LocalEmbedder, query_terms, segment, spelled_apart
+from hlmem.messages import (
+    QueryParse,
+    RecallItem,
+    RecallMode,
+    RecallResult,
+)
+from hlmem.recall import understanding as query_mod
+from hlmem.recall.items import (
+    Redactions,
+    claim_item,
+    claim_visible,
+    claims_speak,
+    event_item,
+    event_visible,
+    first_claims,
+    fold_keys,
+    fold_order,
+    packet,
+    read_rows,
+    without_history_events,
+)
+from hlmem.recall.rerank import rerank
+from hlmem.store import Store, SyncReader
+
+#: how many items mentioning one entity's name (full text, newest first) join the items
+#: linked to it in the entity constraint
+ENTITY_SCAN = 1000
+_EVENT_IMPORTANCE = 0.3
+#: queries up to this long are segmented and embedded on the event loop (``Recaller._prepare``,
+#: ``Recaller._vectors``); longer ones on a worker thread
+_INLINE_CHARS = 512
+
+
+class _Later:
+    """A value one task sets and another awaits."""
+
+    def __init__(self) -> None:
+        self._set = anyio.Event()
+        self._value: Any = None
+
+    def set(self, value: Any) -> None:
+        self._value = value
+        self._set.set()
+
+    async def get(self) -> Any:
+        await self._set.wait()
+        return self._value
+
+
+@dataclass(frozen=True, slots=True)
+class _Query:
+    text: str
+    terms: tuple[str, ...]  # the FTS search terms (hlmem.lang.segment.query_terms)
+    apart: dict[str, str]  # glued compounds' parts (hlmem.lang.segment.spelled_apart)
+    plan: _Later  # the _Plan, once the first read has understood the query
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What the query's first read found: how the query is understood, the ids the entity
+    constraint allows (None: no limit), which both channels keep to when ``strict``, and the
+    vector index's ``vector_head`` row (None without a vector channel)."""
+
+    parsed: QueryParse
+    allow: set[str] | None
+    strict: bool
+    vector_head: Any
+
+
+@dataclass(frozen=True, slots=True)
+class _Scope:
+    """What decides which candidates are visible, and how they score."""
+
+    namespace: str
+    parsed: QueryParse
+    now: datetime
+    include_untrusted: bool
+
+
+@dataclass
+class _Found:
+    """What the two channels found, and the candidates' rows read so far by (kind, id): the
+    full-text channel reads its hits' rows while the vector scan still runs."""
+
+    fts: list[FtsHit] = field(default_factory=list)
+    vector: list[VectorHit] = field(default_factory=list)
+    rows: dict[tuple[str, str], Any] = field(default_factory=dict)
+    read: set[tuple[str, str]] = field(default_factory=set)  # absent from rows: not there
+
+
+@dataclass
+class _Candidate:
+    kind: str
+    id: str
+    ranks: dict[str, int] = field(default_factory=dict)
+
+    def fused(self, k: float) -> float:
+        return sum(1.0 / (k + r) for r in self.ranks.values())
+
+
+class Recaller:
+    """Recall over one store; holds the vector index (kept in sync on every search)."""
+
+    def __init__(self, store: Store, cfg: Config, gateway: Gateway | None = None) -> None:
+        self.store = store
+        self.cfg = cfg
+        self.rc = cfg.recall
+        # the reranker's way out (recall.rerank_provider); None: no reranking
+        self.gateway = gateway if self.rc.rerank_provider else None
+        self.policy = SourcePolicy.from_config(cfg.admission)
+        self._segmenter_ready = False  # jieba's dictionary is loaded (by a first query)
+        self.term_counts = TermCounts()  # used on the reader thread only
+        emb = cfg.embedder
+        # The query is embedded by the same model as the stored vectors; with a remote
+        # embedder the vector channel needs the gateway, which a reader may not have: then
+        # recall runs on full text alone (see ``vector_channel``).
+        self.embedder = LocalEmbedder(emb.dim) if emb.provider == "local" else None
+        self.index = (
+            VectorIndex(
+                self.embedder.model_id,
+                self.embedder.model_version,
+                emb.dim,
+                backend=self.rc.vector_backend,
+                numpy_max_mib=self.rc.numpy_max_mib,
+            )
+            if self.embedder is not None
+            else None
+        )
+
+    async def recall(
+        self,
+        text: str,
+        *,
+        namespace: str,
+        now: datetime,
+        k: int,
+        mode: RecallMode | None,
+        as_of: datetime | None,
+        valid_at: datetime | None,
+        budget_tokens: int | None,
+        include_untrusted: bool,
+    ) -> RecallResult:
+        query = await self._prepare(text)
+        found = _Found()
+        # Every read of the reader connection is a hop to its thread (and back), which costs
+        # more than most of recall's statements, and more still on a busy machine; so the
+        # reads that depend on each other run together there (Store.read). The first one
+        # understands the query (the entities it names, hence the entity constraint) and reads
+        # the vector index's head; the full-text search is queued right behind it and reads
+        # its plan on the same thread, without waiting for the event loop, then its hits'
+        # rows; meanwhile the query is embedded, and the vector scan starts once the plan is
+        # in. (A second reader connection, running the search beside the first read for any
+        # constraint to come, measured no faster on two busy cores.)
+        plan: list[_Plan] = []  # written and read on the reader thread only
+        understand = partial(
+            self._understand, text, namespace, now, mode, as_of, valid_at, into=plan
+        )
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._full_text, query, namespace, plan, found)
+            if self.index is not None:
+                tg.start_soon(self._vectors, query, namespace, found)
+            # Queued now, before any task above runs: aiosqlite runs functions in the order
+            # they were queued, so the full-text search (queued by its task) comes after it.
+            decided = await self.store.read(understand)
+            query.plan.set(decided)
+        parsed = decided.parsed
+        candidates = self._fuse(found, decided)
+        reranked = False
+        scope = _Scope(namespace, parsed, now, include_untrusted)
+        if self.gateway is None:
+            items = await self._items(candidates, found, scope, k)
+        else:  # the reranker reorders the best rerank_candidates, then the first k are kept
+            wide = max(k, self.rc.rerank_candidates)
+            items = await self._items(candidates, found, scope, wide)
+            items, reranked = await rerank(self.gateway, self.rc, text, items, namespace=namespace)
+            items = items[:k]
+        budget = budget_tokens or self.rc.budget_tokens
+        packet_text, tokens = packet(items, budget, self.rc.quote_chars)
+        return RecallResult(
+            query=parsed,
+            items=tuple(items),
+            packet=packet_text,
+            tokens=tokens,
+            budget_tokens=budget,
+            reranked=reranked,
+        )
+
+    async def _prepare(self, text: str) -> _Query:
+        """The query's FTS terms: jieba, ~50 µs for a question (cached), less than a hop to a
+        worker thread costs; the first call loads jieba's dictionary (~1 s), on a worker
+        thread, as does a long text."""
+        if not self._segmenter_ready:
+            await anyio.to_thread.run_sync(segment.load)
+            self._segmenter_ready = True
+        if len(text) <= _INLINE_CHARS:
+            terms = query_terms(text)
+        else:
+            terms = await anyio.to_thread.run_sync(query_terms, text)
+        # spelled_apart reads what query_terms cached
+        return _Query(text=text, terms=tuple(terms), apart=spelled_apart(text), plan=_Later())
+
+    # --- candidates ---------------------------------------------------------------------------
+
+    def _understand(
+        self,
+        text: str,
+        namespace: str,
+        now: datetime,
+        mode: RecallMode | None,
+        as_of: datetime | None,
+        valid_at: datetime | None,
+        reader: SyncReader,
+        *,
+        into: list[_Plan],
+    ) -> _Plan:
+        """On the reader thread: the namespace's entities the query names, the query parsed
+        with them, the ids the entity constraint allows and the vector index's head; also
+        appended to ``into``, where the full-text search queued behind finds it."""
+        head = reader.fetchall("vector_head")[0] if self.index is not None else None
+        known = [
+            (r[0], r[1])
+            for names in query_mod.name_batches(text)
+            for r in reader.fetchall(
+                "recall_known_entities", (namespace, json.dumps(names, ensure_ascii=False))
+            )
+        ]
+        parsed = query_mod.parse(
+            text, now, known_entities=known, mode=mode, as_of=as_of, valid_at=valid_at
+        )
+        allow = self._entity_allow(reader, namespace, parsed)
+        strict = allow is not None and self.rc.entity_constraint == "enforce"
+        decided = _Plan(parsed, allow, strict, head)
+        into.append(decided)
+        return decided
+
+    def _entity_allow(
+        self, reader: SyncReader, namespace: str, parsed: QueryParse
+    ) -> set[str] | None:
+        """Ids of the memories about the query's high-confidence entities (None: no limit):
+        the claims linked to the entities, and what mentions each name (a name the query
+        contains: jieba is loaded and the name is short)."""
+        if self.rc.entity_constraint == "off" or not parsed.entities:
+            return None
+        allow = {
+            r[0]
+            for r in reader.fetchall(
+                "recall_entity_claims", (namespace, json.dumps(list(parsed.entities)))
+            )
+        }
+        for entity in parsed.entities:
+            found = match_ids_sync(
+                reader,
+                namespace,
+                query_terms(entity),
+                limit=ENTITY_SCAN,
+                apart=spelled_apart(entity),
+            )
+            allow.update(item_id for _, item_id in found)
+        return allow
+
+    async def _full_text(
+        self, query: _Query, namespace: str, plan: list[_Plan], found: _Found
+    ) -> None:
+        """The full-text channel (:func:`hlmem.index.fts.fts_search_sync`), on the reader thread
+        right after :meth:`_understand`, whose plan it reads there; then its hits' rows, which
+        ranking needs, read while the vector scan (usually the longer) still runs."""
+        rc = self.rc
+
+        def search(reader: SyncReader) -> tuple[list[FtsHit], dict[tuple[str, str], Any]]:
+            if not plan:  # understanding the query failed: recall raises that
+                return [], {}
+            hits = fts_search_sync(
+                reader,
+                namespace=namespace,
+                terms=query.terms,
+                limit=rc.fts_candidates,
+                rank_rows=rc.fts_rank_rows,
+                allow=plan[0].allow if plan[0].strict else None,
+                term_counts=self.term_counts,
+                apart=query.apart,
+            )
+            return hits, read_rows(reader, [(h.kind, h.item_id) for h in hits], namespace)
+
+        found.fts, rows = await self.store.read(search)
+        found.rows.update(rows)
+        found.read.update((h.kind, h.item_id) for h in found.fts)
+
+    async def _vectors(self, query: _Query, namespace: str, found: _Found) -> None:
+        """The vector channel: the query embedded while the reader understands it, then an
+        exact scan (on worker threads when large) once the plan is in; the index first reads
+        what changed, when its head moved.
+
+        A question is embedded inline (~0.4 ms, mostly Python: a worker thread would run it
+        no sooner, holding the same GIL, and add a hop), a long text on a worker thread."""
+        assert self.index is not None and self.embedder is not None
+        if len(query.text) <= _INLINE_CHARS:
+            vector = self.embedder.embed_one(query.text)
+        else:
+            vector = await anyio.to_thread.run_sync(self.embedder.embed_one, query.text)
+        decided: _Plan = await query.plan.get()
+        if not self.index.current(self.store, decided.vector_head):
+            await self.index.refresh(self.store)
+        hits = await self.index.search(
+            self.store,
+            vector,
+            self.rc.vector_candidates,
+            namespace=namespace,
+            allow=decided.allow if decided.strict else None,
+            refresh=False,  # checked above, with the head read by _understand
+        )
+        rc = self.rc
+        found.vector = [
+            h
+            for h in hits
+            if h.score >= (rc.min_event_vector_score if h.kind == "event" else rc.min_vector_score)
+        ]
+
+    def _fuse(self, found: _Found, decided: _Plan) -> dict[tuple[str, str], _Candidate]:
+        """Both channels' hits, by item, with their rank in each (reciprocal rank fusion)."""
+        out: dict[tuple[str, str], _Candidate] = {}
+        hits: dict[str, Sequence[FtsHit | VectorHit]] = {"fts": found.fts, "vector": found.vector}
+        for channel in ("fts", "vector"):
+            for rank, hit in enumerate(hits[channel], 1):
+                key = (hit.kind, hit.item_id)
+                out.setdefault(key, _Candidate(hit.kind, hit.item_id)).ranks[channel] = rank
+        if decided.allow is not None and self.rc.entity_constraint == "prefer":
+            for cand in out.values():
+                if cand.id in decided.allow:
+                    cand.ranks["entity"] = 1
+        return out
+
+    # --- rows, filters and ranking -------------------------------------------------------------
+
+    async def _items(
+        self,
+        candidates: dict[tuple[str, str], _Candidate],
+        found: _Found,
+        scope: _Scope,
+        k: int,
+    ) -> list[RecallItem]:
+        """The ``k`` best visible candidates, folded (:func:`~hlmem.recall.items.fold_order`),
+        as items: one trip to the reader thread (:meth:`_ranked`) for the rows not read yet,
+        the ranking and the evidence of the claims shown, which depends on the ranking."""
+        return await self.store.read(partial(self._ranked, candidates, found, scope, k))
+
+    def _ranked(
+        self,
+        candidates: dict[tuple[str, str], _Candidate],
+        found: _Found,
+        scope: _Scope,
+        k: int,
+        reader: SyncReader,
+    ) -> list[RecallItem]:
+        """:meth:`_items`, on the reader thread.
+
+        Every candidate is scored from its row; only the ``k`` that are returned are built as
+        items, with their texts and quotes redacted (redaction costs ~50 µs a text: doing it
+        for every candidate cost more than the rest of recall), and only the claims that can
+        be returned have their evidence read (a claim told hundreds of times has hundreds of
+        evidence rows)."""
+        parsed, now = scope.parsed, scope.now
+        rows = found.rows | read_rows(
+            reader, [key for key in candidates if key not in found.read], scope.namespace
+        )
+        claims = [r for key, r in rows.items() if key[0] == "claim"]
+        events = [r for key, r in rows.items() if key[0] == "event"]
+        scored: list[tuple[float, bool, str, Any]] = []
+        for r in claims:
+            if not claim_visible(r, parsed, now):
+                continue
+            # Activation as decayed to now (hlmem.claims.activation), not as last written down.
+            activation = lifecycle.current(
+                self.cfg.maintenance,
+                activation=r[15],
+                since=r[21],
+                scope=r[20],
+                importance=r[9],
+                now=now,
+            )
+            signals = self._signals(r[9], r[13], activation, r[16], now)
+            score = candidates[("claim", r[0])].fused(self.rc.rrf_k) * signals
+            scored.append((score, False, r[0], r))
+        trust: dict[str, bool] = {}
+        for r in events:
+            trusted = untrusted_rule(self.policy, r[6], r[7]) is None
+            if not (trusted or scope.include_untrusted) or not event_visible(r, parsed):
+                continue
+            trust[r[0]] = trusted
+            signals = self._signals(_EVENT_IMPORTANCE, r[5], 0.0, 0.0, now)
+            score = candidates[("event", r[0])].fused(self.rc.rrf_k) * signals
+            scored.append((score, True, r[0], r))
+        scored.sort(key=lambda s: (-s[0], s[1], s[2]))
+        keys = fold_keys(scored)
+        shown = first_claims(scored, keys, k)  # every claim item is one of these
+        evidence: dict[str, list[Any]] = {}
+        if shown:
+            links = reader.fetch_packed(
+                "recall_claim_evidence",
+                {"claims": json.dumps(shown), "shown": self.rc.evidence_per_item},
+            )
+            for r in sorted(links, key=lambda r: (r[0], r[5])):  # by claim, oldest first
+                evidence.setdefault(r[0], []).append(r)
+        if claims_speak(parsed):
+            scored = without_history_events(reader, scored, keys, evidence, k)
+        redacted, quote_chars = Redactions(), self.rc.quote_chars
+        items = []
+        for score, is_event, item_id, r, folded in fold_order(scored, keys, evidence, k):
+            cand = candidates[("event" if is_event else "claim", item_id)]
+            channels = tuple(sorted(cand.ranks))
+            if is_event:
+                items.append(
+                    event_item(r, score, channels, trust[item_id], folded, redacted, quote_chars)
+                )
+            else:
+                items.append(
+                    claim_item(
+                        r,
+                        score,
+                        channels,
+                        evidence.get(item_id, []),
+                        folded,
+                        redacted,
+                        quote_chars,
+                    )
+                )
+        return items
+
+    def _signals(
+        self, importance: float, recorded_at: str, activation: float, utility: float, now: datetime
+    ) -> float:
+        rc = self.rc
+        age_days = max(0.0, (now - parse_iso(recorded_at)).total_seconds() / 86400)
+        recency = math.pow(0.5, age_days / rc.recency_half_life_days)
+        act = 1 - math.exp(-max(activation, 0.0) / 2)  # 0..1
+        util = (utility + 1) / 2  # -1..1 -> 0..1
+        return 1 + (
+            rc.weight_importance * importance
+            + rc.weight_recency * recency
+            + rc.weight_activation * act
+            + rc.weight_utility * util
+        )
