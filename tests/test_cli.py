@@ -534,12 +534,6 @@ def test_usage_errors_exit_2(tmp_path: Path, args: list[str]) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["init"], "no database"),
-        (["migrate"], "no database"),
-        (["stats", "--json"], "no database"),
-        (["recall", "猫"], "no database"),
-        (["jobs", "list"], "no database"),
-        (["ingest", "events.jsonl"], "no database"),
         (["--db", "x.db", "ingest", "missing.jsonl"], "no such file"),
         (["--db", "x.db", "ingest", "."], "no such file"),
         (["--db", "x.db", "--config", "missing.toml", "stats"], "cannot read config"),

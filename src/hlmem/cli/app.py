@@ -13,7 +13,8 @@ traceback (``-v`` adds it for an internal error). Exit codes (:data:`EXIT_CODES`
 
 - 0: done (``doctor``: healthy; ``worker``: stopped gracefully, after a signal or ``--drain``);
 - 1: failed: bad input, no such database, a corrupt or unreadable file, ``doctor`` found problems;
-- 2: usage: an unknown command or option, a missing argument;
+- 2: usage: an unknown command or option, a missing argument, no ``--db`` for a command that
+  needs one;
 - 3: ``ingest --drain``, ``worker --drain``: work did not finish, jobs are parked (for budget or a
   provider outage: they resume by themselves);
 - 4: ``ingest --drain``, ``worker --drain``: jobs failed while they ran (dead letters: ``hlmem
@@ -42,6 +43,7 @@ from typing import Any
 import anyio
 
 from hlmem.cli.common import (
+    DB_OPTIONAL,
     EXIT_CODES,
     Handler,
     env_opt,
@@ -519,6 +521,8 @@ def main(argv: list[str] | None = None) -> int:
         langdata.skip_pkg_resources()
     parser = build_parser()
     args = parser.parse_args(argv)
+    if not args.db and args.command not in DB_OPTIONAL:  # a usage error (2), as argparse's are
+        parser.error("no database: pass --db FILE or set HLMEM_DB")
     level = [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)]
     logging.basicConfig(
         level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"

@@ -1,10 +1,11 @@
 """What every ``hlmem`` command shares: the handler type, the ``--db`` rules, output, options.
 
 :data:`CREATES` names the commands that may create the ``--db`` file; :func:`need_db` refuses a
-missing one for every other command. :func:`memory_for` opens the memory a command works on,
-:func:`out` prints a result as text or ``--json``, :func:`env_opt` adds an option that
-``HLMEM_<NAME>`` can set. The command modules (:mod:`hlmem.cli.app`, :mod:`hlmem.cli.lifecycle`,
-:mod:`hlmem.cli.tools`) import these; nothing here imports them.
+missing one for every other command; :data:`DB_OPTIONAL` names those that run without ``--db``.
+:func:`memory_for` opens the memory a command works on, :func:`out` prints a result as text or
+``--json``, :func:`env_opt` adds an option that ``HLMEM_<NAME>`` can set. The command modules
+(:mod:`hlmem.cli.app`, :mod:`hlmem.cli.lifecycle`, :mod:`hlmem.cli.tools`) import these; nothing
+here imports them.
 """
 
 from __future__ import annotations
@@ -27,11 +28,15 @@ Handler = Callable[[argparse.Namespace, Config], Awaitable[int]]
 #: fresh one, which must not exist); every other command refuses a missing file
 CREATES = frozenset({"init", "ingest", "remember", "import", "restore", "loadtest"})
 
+#: the commands that run without ``--db`` (``doctor``: checks a file only when given one;
+#: ``loadtest``: makes a temporary one); for every other one a missing ``--db`` is a usage error
+DB_OPTIONAL = frozenset({"doctor", "quickstart", "sim-provider", "loadtest"})
+
 #: exit code -> what it means (the module docstring, ``--help`` and the README list them)
 EXIT_CODES = {
     0: "done (doctor: healthy; worker: stopped gracefully)",
     1: "failed: bad input, no such database, a corrupt or unreadable file; doctor: problems",
-    2: "usage: unknown command or option, missing argument",
+    2: "usage: unknown command or option, missing argument or --db",
     3: "ingest --drain, worker --drain: jobs are parked (budget or a provider outage)",
     4: "ingest --drain, worker --drain: jobs failed (hlmem jobs list --status failed)",
     70: "internal error, a bug (-v prints the traceback)",
