@@ -2,9 +2,10 @@
 
 Every example in the README runs as written: each ```python block in a fresh directory (the
 ```text block right after it is what it prints), each ```console block's ``$ hlmem ...`` lines
-against a fresh directory with the real program (the lines under a command are its output;
-``...`` stands for any text, ``# exits N`` for the exit code), each ```toml block through
-:func:`hlmem.load_config`. The two ```sh blocks are the set-up commands, checked for form.
+in a fresh directory through the program's entry point (the lines under a command are its
+output; ``...`` stands for any text, ``# exits N`` for the exit code), each ```toml block
+through :func:`hlmem.load_config`. The two ```sh blocks are the set-up commands, checked for
+form.
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ import inspect
 import os
 import re
 import shlex
-import subprocess
-import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,7 @@ import pytest
 from pydantic import BaseModel
 
 import hlmem
-from hlmem.cli import build_parser
+from hlmem.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -203,12 +202,6 @@ def test_output_matching_is_strict() -> None:
     assert not output_matches("a 1\nb\n", "a ...\nc")
 
 
-def clean_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HLMEM_")}
-    env["PYTHONIOENCODING"] = "utf-8"
-    return env
-
-
 @pytest.mark.parametrize("block", blocks_of("python"), ids=lambda b: f"README-line-{b.line}")
 def test_readme_python_example_runs_as_written(
     block: Block,
@@ -247,25 +240,28 @@ def console_commands(body: str) -> list[Command]:
 
 
 @pytest.mark.parametrize("block", blocks_of("console"), ids=lambda b: f"README-line-{b.line}")
-def test_readme_console_example_runs_as_written(block: Block, tmp_path: Path) -> None:
-    """Every command of the block, in order, in one fresh directory, by the real program."""
+def test_readme_console_example_runs_as_written(
+    block: Block,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Every command of the block, in order, in one fresh directory, through the program's
+    entry point (``hlmem.cli.main``, in process: its exit codes and output are the program's,
+    which tests/test_cli_usage.py checks as a subprocess)."""
     commands = console_commands(block.body)
     assert commands, block.body
-    assert not block.body.strip() or block.body.lstrip().startswith("$ ")
+    assert block.body.lstrip().startswith("$ ")
+    for key in [k for k in os.environ if k.startswith("HLMEM_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.chdir(tmp_path)
     for cmd in commands:
-        proc = subprocess.run(
-            [sys.executable, "-m", "hlmem", *cmd.argv[1:]],
-            cwd=tmp_path,
-            env=clean_env(),
-            capture_output=True,
-            encoding="utf-8",
-            timeout=300,
-            check=False,
-        )
+        code = main(cmd.argv[1:])
+        captured = capsys.readouterr()
         shown = " ".join(cmd.argv)
-        assert proc.returncode == cmd.exit_code, (shown, proc.stdout, proc.stderr)
-        assert "Traceback" not in proc.stderr, (shown, proc.stderr)
-        assert output_matches(proc.stdout, cmd.output), (shown, proc.stdout)
+        assert code == cmd.exit_code, (shown, captured.out, captured.err)
+        assert "Traceback" not in captured.err, (shown, captured.err)
+        assert output_matches(captured.out, cmd.output), (shown, captured.out)
 
 
 @pytest.mark.parametrize("block", blocks_of("toml"), ids=lambda b: f"README-line-{b.line}")
