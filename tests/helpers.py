@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from hlmem.store import SyncTx, sqlite_module
 PIPELINE_STAGES = frozenset({"windower", "extractor", "admission", "dedup", "conflict", "embedder"})
 
 
-def fast_config(**sections: dict[str, object]) -> Config:
+def fast_config(**sections: Mapping[str, object]) -> Config:
     """Defaults tuned for tests: short polls and sweeps, environment ignored."""
     overrides: dict[str, object] = {
         "pipeline": {"poll_interval_s": 0.02, "drain_poll_s": 0.01, "shutdown_grace_s": 5},
@@ -31,7 +31,7 @@ def fast_config(**sections: dict[str, object]) -> Config:
     for name, values in sections.items():
         base = overrides.setdefault(name, {})
         assert isinstance(base, dict)
-        base.update(values)
+        base.update(dict(values))
     return load_config(env={}, overrides=overrides)
 
 

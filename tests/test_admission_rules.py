@@ -24,10 +24,8 @@ from hlmem.claims import (
     source_decision,
     worth_extracting,
 )
-from hlmem.claims import admission_rules as admission
 from hlmem.config import AdmissionConfig
 from hlmem.errors import ConfigError
-from hlmem.lang import redaction
 from hlmem.messages import ClaimDraft, EvidenceSpan, OriginClass, SessionKind
 
 # --- source admission -------------------------------------------------------------------------
@@ -260,11 +258,6 @@ def test_the_gate_looks_at_every_part_of_a_claim(where: str) -> None:
         qualifiers=(secret,) if where == "qualifier" else (),
     )
     assert gate(claim) == Decision("block", "secret:password")
-
-
-def test_admission_still_exports_the_redaction_functions() -> None:
-    assert admission.redact is redaction.redact
-    assert admission.find_secrets is redaction.find_secrets
 
 
 # --- the per-turn pre-check -------------------------------------------------------------------

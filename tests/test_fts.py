@@ -22,7 +22,7 @@ from hlmem.index import (
     fts_search_sync,
 )
 from hlmem.lang import index_text, load_user_dictionary, query_terms
-from hlmem.store import Store
+from hlmem.store import Store, SyncReader
 
 pytestmark = pytest.mark.anyio
 
@@ -62,6 +62,10 @@ def raw(store: Store, db_path: Path) -> Iterator[Any]:
 async def index(store: Store, items: list[FtsItem]) -> None:
     async with store.transaction() as tx:
         await tx.executemany(FTS_INSERT, [fts_row(*item) for item in items])
+
+
+def _ranked(reader: SyncReader, params: dict[str, Any]) -> list[Any]:
+    return reader.fetchall("fts_ranked", params)
 
 
 def filler(namespace: str) -> list[FtsItem]:
@@ -516,8 +520,6 @@ async def test_joining_only_the_best_rows_finds_what_joining_every_row_finds(
         for query in ("磁盘", "磁盘 disk"):
             match = "body : (" + " OR ".join(f'"{t}"' for t in query_terms(query)) + ")"
             params = {"match": match, "namespace": namespace, "kind": None, "allow": None}
-            full = await store.read(
-                lambda r, p=params: r.fetchall("fts_ranked", {**p, "limit": limit})
-            )
+            full = await store.read(partial(_ranked, params={**params, "limit": limit}))
             assert len(full) == limit
             assert await ids(store, query, namespace, limit=limit) == [r[1] for r in full]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import rows
@@ -166,7 +167,7 @@ async def test_the_cli_prints_text_and_json(
 
 # --- what was paid: the provider's count, and estimates apart ---------------------------------
 
-FAST = {
+FAST: dict[str, Any] = {
     "pipeline": {
         "poll_interval_s": 0.02,
         "drain_poll_s": 0.01,

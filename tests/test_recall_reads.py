@@ -12,6 +12,7 @@ import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Literal
 
 import pytest
 from helpers import fast_config
@@ -62,7 +63,7 @@ async def store(db_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[
 async def test_read_runs_reads_that_depend_on_each_other_in_one_call(store: Store) -> None:
     """The second read is chosen from the first one's rows, on the reader thread."""
 
-    def mentions_then_rows(reader: SyncReader) -> list[tuple[str, str]]:
+    def mentions_then_rows(reader: SyncReader) -> list[tuple[Literal["claim", "event"], str]]:
         found = sorted(match_ids_sync(reader, "default", query_terms("张三"), limit=10))
         # the next read depends on the rows of the first: only when there were some
         if not found:
