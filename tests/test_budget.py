@@ -25,7 +25,7 @@ from hlmem.config import Config, PipelineConfig, StageConfig, load_config
 from hlmem.errors import BudgetExceeded, ConfigError, Parkable
 from hlmem.gateway import Budget, CallInfo, Gateway, Tokens
 from hlmem.jobs import JobQueue, JobSpec
-from hlmem.messages import FlushRequested, Job
+from hlmem.messages import FlushRequested, Job, JobKind
 from hlmem.stages.base import Stage, StageRunner
 from hlmem.store import Store, SyncTx
 
@@ -41,7 +41,7 @@ SPENT = 0.01
 class Probe(Stage[list[str]]):
     """One model call per job, in the job's namespace."""
 
-    name = "probe"
+    name = JobKind.EXTRACTOR  # any stage's kind: the job table takes no other
 
     def __init__(self, gw: Gateway) -> None:
         self.gw = gw
@@ -65,7 +65,10 @@ class Probe(Stage[list[str]]):
 
 
 async def enqueue(queue: JobQueue, n: int, namespace: str = "ns") -> None:
-    specs = [JobSpec(kind="probe", payload=FlushRequested(namespace=namespace)) for _ in range(n)]
+    specs = [
+        JobSpec(kind=JobKind.EXTRACTOR, payload=FlushRequested(namespace=namespace))
+        for _ in range(n)
+    ]
     async with queue.store.transaction() as tx:
         await queue.enqueue(tx, specs)
 

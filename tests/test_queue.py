@@ -9,10 +9,10 @@ import pytest
 from helpers import connect_raw
 
 from hlmem.config import StageConfig, StoreConfig
-from hlmem.errors import LeaseLost
+from hlmem.errors import LeaseLost, StoreError
 from hlmem.jobs import JobQueue, JobSpec, owner_is_dead, retry_decision
-from hlmem.messages import JobStatus, SessionEnded
-from hlmem.store import QUERIES, Store
+from hlmem.messages import JOB_PAYLOAD, FlushRequested, JobKind, JobStatus, SessionEnded
+from hlmem.store import QUERIES, Store, migrations
 
 pytestmark = pytest.mark.anyio
 
@@ -194,3 +194,82 @@ def test_retry_backoff_grows_and_stops() -> None:
     assert 1.0 <= delays[1] <= 2.0
     assert 1.5 <= delays[2] <= 3.0  # capped at retry_max_s
     assert retry_decision(cfg, 4, now) is None
+
+
+# --- job kinds: one of the stages, in the code and in the table ------------------------------
+
+
+@pytest.mark.parametrize("kind", ["admision", "Admission", "probe", ""])
+def test_a_job_of_no_stage_is_refused_when_it_is_made(kind: str) -> None:
+    """A misspelt kind would be a job no stage claims, and drain would wait out its timeout."""
+    with pytest.raises(ValueError, match=f"unknown job kind {kind!r}: no stage claims it"):
+        JobSpec(kind, FlushRequested(namespace="用户"))  # type: ignore[arg-type]
+
+
+def test_a_job_kind_given_as_text_becomes_the_stage() -> None:
+    made = JobSpec("admission", FlushRequested())  # type: ignore[arg-type]
+    assert made.kind is JobKind.ADMISSION
+    assert made.row(now=1.0)[0] == "admission"
+
+
+async def test_the_job_table_refuses_a_kind_no_stage_claims(store: Store, db_path: Path) -> None:
+    payload = FlushRequested(namespace="default").model_dump_json()
+    for kind in JobKind:  # every stage's kind is allowed ...
+        async with store.transaction() as tx:
+            await tx.execute("insert_job", (kind, payload, 1, 0, 0, None, None, 0, 0))
+    with pytest.raises(StoreError, match="CHECK constraint failed: kind IN"):
+        async with store.transaction() as tx:  # ... and nothing else: the write is refused
+            await tx.execute("insert_job", ("admision", payload, 1, 0, 0, None, None, 0, 0))
+    conn = connect_raw(db_path)
+    try:
+        kinds = [r[0] for r in conn.execute("SELECT kind FROM jobs ORDER BY id")]
+    finally:
+        conn.close()
+    assert kinds == [k.value for k in JobKind]
+
+
+async def test_a_file_made_before_job_kinds_keeps_its_jobs(db_path: Path) -> None:
+    """A file at migration 0009: 0010 rebuilds the job table with every row, id and column, and
+    from then on refuses an unknown kind; the queue claims the kept jobs as before."""
+    conn = connect_raw(db_path)
+    conn.execute(
+        "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+        " applied_at TEXT NOT NULL)"
+    )
+    for version, name, script in migrations():
+        if version < 10:
+            conn.executescript(script)
+            conn.execute("INSERT INTO schema_migrations VALUES (?, ?, 'then')", (version, name))
+    payload = SessionEnded(namespace="default", session_id="会话-旧").model_dump_json()
+    conn.executemany(
+        "INSERT INTO jobs (id, kind, status, payload, size, attempts, dedup_key, last_error,"
+        " detail, created_at, updated_at) VALUES (?, ?, ?, ?, 2, ?, ?, ?, ?, 5, 6)",
+        [
+            (7, "windower", "todo", payload, 0, "w:1", None, None),
+            (9, "extractor", "failed", payload, 3, None, "Boom: 上游超时", "raw answer"),
+            (12, "maintenance", "done", payload, 1, None, None, None),
+        ],
+    )
+    before = [tuple(r) for r in conn.execute("SELECT * FROM jobs ORDER BY id")]
+    conn.close()
+
+    store = await Store.open(db_path, StoreConfig())
+    try:
+        assert await store.applied_migrations() == [v for v, _, _ in migrations()]
+        conn = connect_raw(db_path)
+        try:
+            assert [tuple(r) for r in conn.execute("SELECT * FROM jobs ORDER BY id")] == before
+        finally:
+            conn.close()
+        with pytest.raises(StoreError, match="CHECK constraint failed: kind"):
+            async with store.transaction() as tx:
+                await tx.execute("insert_job", ("dedupe", payload, 1, 0, 0, None, None, 0, 0))
+        queue = JobQueue(store, lease_s=30)
+        [job] = await queue.claim(JobKind.WINDOWER, 5)
+        assert (job.id, job.kind, job.payload) == (
+            7,
+            JobKind.WINDOWER,
+            JOB_PAYLOAD.validate_json(payload),
+        )
+    finally:
+        await store.close()

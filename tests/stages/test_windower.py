@@ -27,7 +27,7 @@ import hlmem
 from hlmem.clock import iso, parse_iso
 from hlmem.config import Config
 from hlmem.memory import Memory
-from hlmem.messages import WindowClosed
+from hlmem.messages import JobKind, WindowClosed
 from hlmem.stages.base import Stage
 from hlmem.stages.extractor import Extractor
 from hlmem.stages.windower import Windower
@@ -109,7 +109,7 @@ async def sweep(mem: Memory, windower: Windower) -> None:
         mem.queue.enqueue_sync(tx, windower.tick(tx, windower.clock.now()))
 
     await mem.store.run_in_transaction(tick)
-    mem.queue.ring({"extractor"})
+    mem.queue.ring({JobKind.EXTRACTOR})
 
 
 # --- size cap -------------------------------------------------------------------------------
@@ -479,7 +479,7 @@ async def test_windows_closed_together_share_extractor_jobs(db_path: Path) -> No
             ]
         )
         assert await step(mem, Windower(cfg.windower, clock)) >= 1
-        jobs = await mem.queue.claim("extractor", 100)
+        jobs = await mem.queue.claim(JobKind.EXTRACTOR, 100)
         payloads = [j.payload for j in jobs]
         assert all(isinstance(p, WindowClosed) for p in payloads)
         by_ns: dict[str, list[int]] = defaultdict(list)
@@ -546,7 +546,7 @@ async def test_replayed_windower_job_places_nothing_twice(db_path: Path) -> None
                 for i, t in enumerate(MIXED[:7])
             ]
         )
-        jobs = await mem.queue.claim("windower", 10)
+        jobs = await mem.queue.claim(JobKind.WINDOWER, 10)
         assert len(jobs) == 1
         await apply(mem, windower, jobs, None, complete=True)
         before = windows(db_path)

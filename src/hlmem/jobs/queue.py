@@ -28,26 +28,39 @@ from pydantic import ValidationError
 from hlmem.clock import wall
 from hlmem.config import StageConfig
 from hlmem.errors import BadJobPayload, LeaseLost
-from hlmem.messages import JOB_PAYLOAD, Job, JobPayload, JobStatus
+from hlmem.messages import JOB_PAYLOAD, Job, JobKind, JobPayload, JobStatus
 from hlmem.store import Store, SyncTx, Tx
 
 log = logging.getLogger(__name__)
 
 _HOST = socket.gethostname()
 _LIVE_TOKENS: set[str] = set()
+_KINDS = tuple(k.value for k in JobKind)
 
 
 @dataclass(frozen=True)
 class JobSpec:
-    """A job to enqueue: which stage consumes it, the message, and its idempotency key."""
+    """A job to enqueue: which stage consumes it, the message, and its idempotency key.
 
-    kind: str
+    :raises ValueError: ``kind`` names no stage (a job no stage would ever claim).
+    """
+
+    kind: JobKind
     payload: JobPayload
     dedup_key: str | None = None
     namespace: str | None = None
     size: int = 1
     priority: int = 0
     run_after: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.kind, JobKind):
+            if self.kind not in _KINDS:
+                raise ValueError(
+                    f"unknown job kind {self.kind!r}: no stage claims it"
+                    f" (kinds: {', '.join(_KINDS)})"
+                )
+            object.__setattr__(self, "kind", JobKind(self.kind))
 
     @cached_property
     def payload_json(self) -> str:
@@ -129,7 +142,7 @@ class JobQueue:
         self.store = store
         self.lease_s = lease_s
         self.owner = new_owner()
-        self._bells: dict[str, anyio.Event] = {}
+        self._bells: dict[JobKind, anyio.Event] = {}
 
     def retire(self) -> None:
         """Mark this owner gone; its leftover jobs become recoverable at once."""
@@ -137,13 +150,13 @@ class JobQueue:
 
     # --- doorbells: in-process wake-ups; other processes poll ---------------------------------
 
-    def bell(self, kind: str) -> anyio.Event:
+    def bell(self, kind: JobKind) -> anyio.Event:
         event = self._bells.get(kind)
         if event is None:
             event = self._bells[kind] = anyio.Event()
         return event
 
-    def ring(self, kinds: set[str]) -> None:
+    def ring(self, kinds: set[JobKind]) -> None:
         for kind in kinds:
             event = self._bells.pop(kind, None)
             if event is not None:
@@ -167,7 +180,7 @@ class JobQueue:
             now = wall()
             tx.executemany("insert_job", [s.row(now) for s in specs])
 
-    async def claim(self, kind: str, limit: int) -> list[Job]:
+    async def claim(self, kind: JobKind, limit: int) -> list[Job]:
         """Lease up to ``limit`` ready jobs of ``kind``, oldest first (one statement).
 
         :raises BadJobPayload: never; an undecodable payload fails its job instead.
@@ -297,7 +310,7 @@ class JobQueue:
 
     # --- reads and operator commands ----------------------------------------------------------
 
-    async def backlog(self, kind: str | None = None) -> int:
+    async def backlog(self, kind: JobKind | None = None) -> int:
         """Items (events, windows) waiting or running, over all stages or one."""
         if kind is None:
             return int(await self.store.scalar("count_backlog"))
@@ -309,8 +322,8 @@ class JobQueue:
             count = await tx.execute(
                 "retry_ended_jobs", {"now": wall(), "kind": kind, "id": job_id}
             )
-        if count:
-            self.ring({kind} if kind else set(self._bells))
+        if count:  # then ``kind`` is a stage's: the table holds no other
+            self.ring({JobKind(kind)} if kind else set(self._bells))
         return count
 
     async def purge_done(self, *, older_than_s: float) -> int:

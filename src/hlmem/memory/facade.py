@@ -47,6 +47,7 @@ from hlmem.messages import (
     Event,
     EventIn,
     FlushRequested,
+    JobKind,
     MaintenanceReport,
     OriginClass,
     RecallMode,
@@ -336,7 +337,9 @@ class Memory:
         """Close the session's open window (after every event already acknowledged)."""
         arguments.check("end_session", locals())
         ns = namespace or self.config.ingest.default_namespace
-        await self._control(JobSpec("windower", SessionEnded(namespace=ns, session_id=session_id)))
+        await self._control(
+            JobSpec(JobKind.WINDOWER, SessionEnded(namespace=ns, session_id=session_id))
+        )
 
     async def flush(self, *, namespace: str | None = None, session_id: str | None = None) -> None:
         """Close open windows now: all, one namespace's, or one session's.
@@ -348,7 +351,7 @@ class Memory:
         if session_id is not None and namespace is None:
             namespace = self.config.ingest.default_namespace
         await self._control(
-            JobSpec("windower", FlushRequested(namespace=namespace, session_id=session_id))
+            JobSpec(JobKind.WINDOWER, FlushRequested(namespace=namespace, session_id=session_id))
         )
 
     async def _control(self, spec: JobSpec) -> None:
@@ -569,7 +572,7 @@ class Memory:
         draft = await correction_draft(target, text, lexicon=self._lexicon(), now=now)
         row = self.writer.prepare(coerce_event(event_fields(target, text, event_id, now)))
         done = await submit(self.store, target, draft, row, recorded_at=now)
-        self.queue.ring({"admission"})
+        self.queue.ring({JobKind.ADMISSION})
         return done
 
     async def explain(self, claim_id: str) -> ClaimExplanation:

@@ -44,7 +44,7 @@ from hlmem.errors import (
 )
 from hlmem.jobs import JobQueue, JobSpec, retry_decision
 from hlmem.lang import Vectors
-from hlmem.messages import ClaimDraft, Extraction, Job, JobStatus
+from hlmem.messages import ClaimDraft, Extraction, Job, JobKind, JobStatus
 from hlmem.store import Store, SyncTx
 
 log = logging.getLogger(__name__)
@@ -86,9 +86,9 @@ class CpuHelper(Protocol):
 class Stage(ABC, Generic[P]):
     """One pipeline stage: consumes jobs of kind ``name``."""
 
-    name: ClassVar[str]
+    name: ClassVar[JobKind]
     #: the job kind this stage feeds, for downstream backpressure (None: a sink)
-    downstream: ClassVar[str | None] = None
+    downstream: ClassVar[JobKind | None] = None
     #: how often ``tick`` runs, in seconds (None: never)
     tick_interval_s: float | None = None
 

@@ -37,7 +37,14 @@ from hlmem.index import claim_search_text, fts_row
 from hlmem.jobs import JobSpec
 from hlmem.lang import Lexicon, default_lexicon, derived_id, normalize
 from hlmem.lang.atoms import analysis as atoms
-from hlmem.messages import CORRECTION_EXTRACTOR, Candidate, ClaimsAdmitted, ClaimsPending, Job
+from hlmem.messages import (
+    CORRECTION_EXTRACTOR,
+    Candidate,
+    ClaimsAdmitted,
+    ClaimsPending,
+    Job,
+    JobKind,
+)
 from hlmem.stages.base import Stage
 from hlmem.store import Store, SyncTx
 
@@ -80,8 +87,8 @@ class _Prepared:
 
 
 class Dedup(Stage[_Prepared]):
-    name = "dedup"
-    downstream = "conflict"
+    name = JobKind.DEDUP
+    downstream = JobKind.CONFLICT
 
     def __init__(
         self,
@@ -263,7 +270,9 @@ class Dedup(Stage[_Prepared]):
         tx.executemany("insert_claim_entity", links)
         if not new_ids:
             return []
-        return [JobSpec("conflict", ClaimsPending(claim_ids=tuple(new_ids)), size=len(new_ids))]
+        return [
+            JobSpec(JobKind.CONFLICT, ClaimsPending(claim_ids=tuple(new_ids)), size=len(new_ids))
+        ]
 
     def _recheck(self, tx: SyncTx, prepared: _Prepared) -> None:
         """Compare new candidates with live claims written after the snapshot (by another

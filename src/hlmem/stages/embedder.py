@@ -35,7 +35,7 @@ from hlmem.gateway import EmbedRequest, Gateway
 from hlmem.index import model_identity
 from hlmem.jobs import JobSpec
 from hlmem.lang import LocalEmbedder, Vectors, scrub
-from hlmem.messages import EMBED_BACKFILL_KEY, EmbedClaims, Job
+from hlmem.messages import EMBED_BACKFILL_KEY, EmbedClaims, Job, JobKind
 from hlmem.stages.base import CpuHelper, Stage
 from hlmem.store import Store, SyncTx
 
@@ -52,7 +52,7 @@ class _Embedded:
 
 
 class Embedder(Stage[_Embedded]):
-    name = "embedder"
+    name = JobKind.EMBEDDER
 
     def __init__(
         self,
@@ -195,4 +195,4 @@ class Embedder(Stage[_Embedded]):
         return [self._backfill_job()] if lacking else []
 
     def _backfill_job(self) -> JobSpec:
-        return JobSpec("embedder", EmbedClaims(), dedup_key=EMBED_BACKFILL_KEY)
+        return JobSpec(JobKind.EMBEDDER, EmbedClaims(), dedup_key=EMBED_BACKFILL_KEY)

@@ -60,6 +60,7 @@ from hlmem.messages import (
     ClaimsProposed,
     EmbedClaims,
     Job,
+    JobKind,
     OriginClass,
     SessionKind,
     WindowClosed,
@@ -165,8 +166,8 @@ class Extracted(list[_Window]):
 
 
 class Extractor(Stage[Extracted]):
-    name = "extractor"
-    downstream = "admission"
+    name = JobKind.EXTRACTOR
+    downstream = JobKind.ADMISSION
 
     def __init__(
         self,
@@ -386,7 +387,7 @@ class Extractor(Stage[Extracted]):
         # table's cost is per job, and admission decides each candidate on its own anyway.
         out.jobs = [
             JobSpec(
-                "admission",
+                JobKind.ADMISSION,
                 ClaimsProposed(candidates=tuple(candidates)),
                 namespace=namespace,
                 size=len(candidates),
@@ -395,7 +396,9 @@ class Extractor(Stage[Extracted]):
         ]
         if out.fts and self.cfg.embedder.embed_events:  # recall's vector channel covers events
             events = tuple(row[1] for row in out.fts)
-            out.jobs.append(JobSpec("embedder", EmbedClaims(event_ids=events), size=len(events)))
+            out.jobs.append(
+                JobSpec(JobKind.EMBEDDER, EmbedClaims(event_ids=events), size=len(events))
+            )
         return out
 
     def _candidate(self, w: _Window, index: int, draft: ClaimDraft) -> Candidate:

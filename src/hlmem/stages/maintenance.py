@@ -86,6 +86,7 @@ from hlmem.messages import (
     DecayReport,
     HygieneReport,
     Job,
+    JobKind,
     MaintenanceReport,
     MaintenanceTask,
     MaintenanceTick,
@@ -144,7 +145,7 @@ class _Prepared:
 
 
 class Maintenance(Stage[_Prepared]):
-    name = "maintenance"
+    name = JobKind.MAINTENANCE
 
     def __init__(
         self, store: Store, clock: Clock, cfg: Config, *, lexicon: Lexicon | None = None
