@@ -207,7 +207,7 @@ class Caller(Stage[list[str]]):
 
 
 async def run_jobs(gw: Gateway, store: Store, n: int, done: Any, *, max_attempts: int = 3) -> None:
-    queue = JobQueue(store, lease_s=30)
+    queue = JobQueue(store, lease_s=30, clock=SystemClock())
     specs = [
         JobSpec(kind=JobKind.EXTRACTOR, payload=FlushRequested(namespace="ns")) for _ in range(n)
     ]
@@ -232,7 +232,7 @@ async def test_429s_are_not_attempts(server: ScriptedProvider, store: Store, db_
     cfg = gateway_config(
         server.base_url, provider={"max_retries": 0}, gateway={"probe_interval_s": 0.02}
     )
-    async with Gateway.open(cfg, store) as gw:
+    async with Gateway.open(cfg, store, clock=SystemClock()) as gw:
         await run_jobs(gw, store, 1, lambda: wait_until(lambda: ended(db_path)))
     assert rows(db_path, "SELECT status, attempts FROM jobs") == [("done", 1)]
     assert len(server.seen) == 7
@@ -268,7 +268,7 @@ async def test_a_4xx_still_fails_the_job_at_once(
 ) -> None:
     server.script(status=400, json_body={"error": {"message": "bad request"}})
     cfg = gateway_config(server.base_url, gateway={"probe_interval_s": 0.02})
-    async with Gateway.open(cfg, store) as gw:
+    async with Gateway.open(cfg, store, clock=SystemClock()) as gw:
         await run_jobs(gw, store, 1, lambda: wait_until(lambda: ended(db_path)))
     [(error, attempts)] = rows(db_path, "SELECT last_error, attempts FROM jobs")
     assert error.startswith("ProviderRejected") and attempts == 1

@@ -126,7 +126,10 @@ class Memory:
         try:
             self._store = await Store.open(self.path, self.config.store, create=self.create)
             stack.push_async_callback(self._store.close)
-            self._queue = JobQueue(self._store, lease_s=self.config.pipeline.lease_s)
+            # The machine's clock, whatever the domain clock: other processes share the table.
+            self._queue = JobQueue(
+                self._store, lease_s=self.config.pipeline.lease_s, clock=SystemClock()
+            )
             stack.callback(self._queue.retire)
             gateway = None
             # The pipeline's stages call models only here (inline); recall's reranker does in
