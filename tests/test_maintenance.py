@@ -36,7 +36,7 @@ import hlmem
 from hlmem.clock import ManualClock
 from hlmem.config import Config
 from hlmem.jobs import JobSpec
-from hlmem.lang import language_of
+from hlmem.lang import default_lexicon, language_of
 from hlmem.memory import Memory
 from hlmem.messages import FlushRequested, JobKind, JobStatus, MaintenanceTick
 from hlmem.stages.maintenance import Maintenance
@@ -503,7 +503,7 @@ async def test_a_tick_does_bounded_work_and_the_rest_waits_for_the_next(db_path:
 
     clock.advance(30 * DAY_S)
     async with hlmem.open(db_path, config=cfg, clock=clock, pipeline="external") as mem:
-        stage = Maintenance(mem.store, clock, cfg)
+        stage = Maintenance(mem.store, clock, cfg, lexicon=default_lexicon())
         assert await schedule(mem, stage) == []  # a file never maintained: the clock starts
         clock.advance(cfg.maintenance.interval_s - 1)
         assert await schedule(mem, stage) == []  # not due yet

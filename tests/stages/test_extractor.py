@@ -13,6 +13,7 @@ from helpers import apply, fast_config, rows, step
 import hlmem
 from hlmem.clock import iso
 from hlmem.jobs import JobSpec
+from hlmem.lang import default_lexicon
 from hlmem.memory import Memory
 from hlmem.messages import ClaimsProposed, JobKind, WindowClosed
 from hlmem.stages.base import Stage
@@ -175,7 +176,7 @@ async def test_replaying_a_window_creates_no_duplicates(db_path: Path, per_job: 
     clock = hlmem.ManualClock()
     cfg = fast_config(windower={"windows_per_job": per_job})
     async with hlmem.open(db_path, config=cfg, clock=clock, pipeline="external") as mem:
-        extractor = Extractor(mem.store, clock)
+        extractor = Extractor(mem.store, clock, cfg, lexicon=default_lexicon(), gateway=None)
         await add_conversation(mem)
         await mem.end_session("s1")
         await step_all(mem, Windower(cfg.windower, clock))

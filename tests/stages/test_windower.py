@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 import hlmem
 from hlmem.clock import iso, parse_iso
 from hlmem.config import Config
+from hlmem.lang import default_lexicon
 from hlmem.memory import Memory
 from hlmem.messages import JobKind, WindowClosed
 from hlmem.stages.base import Stage
@@ -493,7 +494,8 @@ async def test_windows_closed_together_share_extractor_jobs(db_path: Path) -> No
         sizes = dict(rows(db_path, "SELECT id, size FROM jobs WHERE kind = 'extractor'"))
         assert all(sizes[j.id] == len(j.payload.window_ids) for j in jobs)
         await mem.queue.release(jobs)
-        assert await step(mem, Extractor(mem.store, clock, cfg)) == 4
+        extractor = Extractor(mem.store, clock, cfg, lexicon=default_lexicon(), gateway=None)
+        assert await step(mem, extractor) == 4
     extracted = rows(db_path, "SELECT window_id, job_id FROM extractions")
     assert sorted(w for w, _ in extracted) == sorted(closed)
     job_of = {w: j.id for j in jobs for w in j.payload.window_ids}
@@ -582,7 +584,8 @@ async def test_flush_in_the_batch_that_fills_a_stored_window(db_path: Path) -> N
         await mem.end_session("s")
         await mem.flush()
         await step(mem, windower, limit=10)  # e3, e4 (fills it), e5, session end, flush
-        await step_all(mem, Extractor(mem.store, clock))
+        extractor = Extractor(mem.store, clock, cfg, lexicon=default_lexicon(), gateway=None)
+        await step_all(mem, extractor)
 
     ws = windows(db_path)
     assert [(w.status, w.reason, w.item_count, w.event_ids) for w in ws] == [
@@ -665,8 +668,9 @@ async def _run_ops(db: Path, cfg: Config, ops: list[tuple[Any, ...]], final_batc
             else:
                 await sweep(mem, windower)
         await step_all(mem, windower, limit=final_batch)
-        await step_all(mem, Extractor(mem.store, clock), limit=3)
-        backlog = await mem.queue.backlog("windower") + await mem.queue.backlog("extractor")
+        extractor = Extractor(mem.store, clock, cfg, lexicon=default_lexicon(), gateway=None)
+        await step_all(mem, extractor, limit=3)
+        backlog = sum([await mem.queue.backlog(k) for k in (JobKind.WINDOWER, JobKind.EXTRACTOR)])
     assert backlog == 0
 
 

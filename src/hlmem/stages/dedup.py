@@ -32,10 +32,11 @@ import anyio
 from hlmem.claims import claim_hash, slot_key, tombstone_key, value_key
 from hlmem.clock import Clock, iso
 from hlmem.config import DedupConfig
+from hlmem.errors import ConfigError
 from hlmem.gateway import Gateway, audit_request, parse_audit
 from hlmem.index import claim_search_text, fts_row
 from hlmem.jobs import JobSpec
-from hlmem.lang import Lexicon, default_lexicon, derived_id, normalize
+from hlmem.lang import Lexicon, derived_id, normalize
 from hlmem.lang.atoms import analysis as atoms
 from hlmem.messages import (
     CORRECTION_EXTRACTOR,
@@ -95,13 +96,17 @@ class Dedup(Stage[_Prepared]):
         store: Store,
         clock: Clock,
         cfg: DedupConfig,
-        gateway: Gateway | None = None,
         *,
-        lexicon: Lexicon | None = None,
+        gateway: Gateway | None,
+        lexicon: Lexicon,
     ) -> None:
+        """``gateway`` is None when nothing calls a model.
+
+        :raises ConfigError: ``dedup.audit`` is on and no gateway.
+        """
         if cfg.audit and gateway is None:
-            raise ValueError("dedup.audit needs a gateway")
-        self.lexicon = lexicon or default_lexicon()
+            raise ConfigError("dedup.audit needs a model gateway (none was given)")
+        self.lexicon = lexicon
         self.store = store
         self.clock = clock
         self.cfg = cfg

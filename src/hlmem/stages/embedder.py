@@ -31,6 +31,7 @@ import numpy as np
 
 from hlmem.clock import Clock, iso
 from hlmem.config import EmbedderConfig
+from hlmem.errors import ConfigError
 from hlmem.gateway import EmbedRequest, Gateway
 from hlmem.index import model_identity
 from hlmem.jobs import JobSpec
@@ -59,12 +60,19 @@ class Embedder(Stage[_Embedded]):
         store: Store,
         clock: Clock,
         cfg: EmbedderConfig,
-        gateway: Gateway | None = None,
         *,
+        gateway: Gateway | None,
         offloader: CpuHelper | None = None,
     ) -> None:
+        """``gateway`` is None when nothing calls a model; ``offloader``, when given, embeds
+        big batches locally in the CPU helper child.
+
+        :raises ConfigError: a remote ``embedder.provider`` and no gateway.
+        """
         if cfg.provider != "local" and gateway is None:
-            raise ValueError(f"embedder.provider {cfg.provider!r} needs a gateway")
+            raise ConfigError(
+                f"embedder.provider {cfg.provider!r} needs a model gateway (none was given)"
+            )
         self.store = store
         self.clock = clock
         self.cfg = cfg

@@ -42,7 +42,7 @@ import anyio
 from hlmem.claims import admission_rules as admission
 from hlmem.clock import Clock, iso, parse_iso
 from hlmem.config import Config
-from hlmem.errors import BadProviderOutput, ExtractionFailed
+from hlmem.errors import BadProviderOutput, ConfigError, ExtractionFailed
 from hlmem.gateway import ChatMessage, ChatRequest, Gateway, prompts
 from hlmem.jobs import JobSpec
 from hlmem.lang import (
@@ -173,16 +173,19 @@ class Extractor(Stage[Extracted]):
         self,
         store: Store,
         clock: Clock,
-        cfg: Config | None = None,
+        cfg: Config,
         *,
-        lexicon: Lexicon | None = None,
-        gateway: Gateway | None = None,
+        lexicon: Lexicon,
+        gateway: Gateway | None,
         offloader: CpuHelper | None = None,
     ) -> None:
-        cfg = cfg or Config()
-        lexicon = lexicon or default_lexicon()
+        """``gateway`` is None when nothing calls a model; ``offloader``, when given, runs big
+        batches of the rules in the CPU helper child.
+
+        :raises ConfigError: ``extractor.kind = "model"`` and no gateway.
+        """
         if cfg.extractor.kind == "model" and gateway is None:
-            raise ValueError('extractor.kind = "model" needs a gateway')
+            raise ConfigError('extractor.kind = "model" needs a model gateway (none was given)')
         self.store = store
         self.clock = clock
         self.cfg = cfg
