@@ -203,7 +203,7 @@ class OutageWatch:
     async def parked_providers(self) -> dict[str, int]:
         """Jobs parked for an outage, by provider ("" for jobs of no known provider)."""
         found = await self.store.fetchall("outage_parked_by_provider")
-        return {str(r[0]): int(r[1]) for r in found}
+        return {str(r["provider"]): int(r["n"]) for r in found}
 
     async def catch_up(self, breakers: Iterable[tuple[str, Breaker]]) -> int:
         """Resume the jobs parked (by any process) for providers that are up here."""

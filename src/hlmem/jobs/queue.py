@@ -186,13 +186,15 @@ class JobQueue:
         # One hop to the writer thread (not BEGIN, UPDATE, COMMIT as three).
         rows = await self.store.run_in_transaction(lambda tx: tx.fetchall("claim_jobs", params))
         jobs, bad = [], []
-        for row in sorted(rows, key=lambda r: r[0]):
+        for row in sorted(rows, key=lambda r: int(r["id"])):
             try:
-                payload = JOB_PAYLOAD.validate_json(row[2])
+                payload = JOB_PAYLOAD.validate_json(row["payload"])
             except ValidationError as exc:
-                bad.append(BadJobPayload(row[0], str(exc).splitlines()[0]))
+                bad.append(BadJobPayload(row["id"], str(exc).splitlines()[0]))
                 continue
-            jobs.append(Job(id=row[0], kind=row[1], payload=payload, attempts=row[3]))
+            jobs.append(
+                Job(id=row["id"], kind=row["kind"], payload=payload, attempts=row["attempts"])
+            )
         if bad:
             async with self.store.transaction() as tx:
                 for err in bad:
@@ -288,8 +290,9 @@ class JobQueue:
         async with self.store.transaction() as tx:
             count = await tx.execute("recover_expired_leases", (now, now))
             for row in await tx.fetchall("doing_owners"):
-                if row[0] != self.owner and owner_is_dead(row[0]):
-                    count += await tx.execute("recover_owner", (now, row[0]))
+                owner = row["owner"]
+                if owner != self.owner and owner_is_dead(owner):
+                    count += await tx.execute("recover_owner", (now, owner))
         if count:
             log.info("jobs recovered", extra={"action": "jobs_recovered", "count": count})
         return count
