@@ -46,9 +46,8 @@ async def store(db_path: Path) -> AsyncIterator[Store]:
 def rows(db_path: Path) -> list[tuple[int, str, int, str | None]]:
     conn = connect_raw(db_path)
     try:
-        return conn.execute(
-            "SELECT id, status, attempts, last_error FROM jobs ORDER BY id"
-        ).fetchall()
+        found = conn.execute("SELECT id, status, attempts, last_error FROM jobs ORDER BY id")
+        return [(int(r[0]), str(r[1]), int(r[2]), r[3]) for r in found]
     finally:
         conn.close()
 
