@@ -44,6 +44,7 @@ import anyio
 import httpx
 
 import hlmem
+from hlmem.clock import SystemClock
 from hlmem.config import load_config
 from hlmem.gateway import ChatMessage, ChatRequest, Gateway, build_chat, percentile
 from hlmem.sim import SimProvider, SimSettings
@@ -106,7 +107,7 @@ async def overhead(db: Path, calls: int, callers: int) -> dict[str, Any]:
         added_ms: list[float] = []
         try:
             async with (
-                Gateway.open(cfg, store) as gw,
+                Gateway.open(cfg, store, clock=SystemClock()) as gw,
                 httpx.AsyncClient(base_url=sim.base_url, trust_env=False) as client,
             ):
 
@@ -150,7 +151,7 @@ async def saturation(
         store = await Store.open(db, cfg.store)
         done: list[float] = []
         try:
-            async with Gateway.open(cfg, store) as gw:
+            async with Gateway.open(cfg, store, clock=SystemClock()) as gw:
                 started = time.monotonic()
 
                 async def caller(worker: int) -> None:

@@ -17,6 +17,7 @@ from helpers import PIPELINE_STAGES, fast_config, rows, wait_until
 from helpers import scalar as _scalar
 
 import hlmem
+from hlmem.lang import default_lexicon
 from hlmem.memory import Memory
 from hlmem.stages.base import StageRunner
 from hlmem.stages.extractor import Extractor
@@ -202,9 +203,8 @@ async def test_stalled_downstream_stops_the_windower_from_claiming(db_path: Path
         # more work arrives; a windower starting now sees the full downstream and claims nothing
         await add_sessions(mem, high, 10)
         second = windower_runner()
-        extractor = StageRunner(
-            Extractor(mem.store, clock), mem.queue, cfg.pipeline.extractor, cfg.pipeline, clock
-        )
+        stage = Extractor(mem.store, clock, cfg, lexicon=default_lexicon(), gateway=None)
+        extractor = StageRunner(stage, mem.queue, cfg.pipeline.extractor, cfg.pipeline, clock)
         async with anyio.create_task_group() as tg:
             await tg.start(second.run)
             windows_before = count(db_path, "SELECT count(*) FROM windows")

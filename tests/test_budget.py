@@ -25,7 +25,7 @@ from hlmem.config import Config, PipelineConfig, StageConfig, load_config
 from hlmem.errors import BudgetExceeded, ConfigError, Parkable
 from hlmem.gateway import Budget, CallInfo, Gateway, Tokens
 from hlmem.jobs import JobQueue, JobSpec
-from hlmem.messages import FlushRequested, Job
+from hlmem.messages import FlushRequested, Job, JobKind
 from hlmem.stages.base import Stage, StageRunner
 from hlmem.store import Store, SyncTx
 
@@ -41,7 +41,7 @@ SPENT = 0.01
 class Probe(Stage[list[str]]):
     """One model call per job, in the job's namespace."""
 
-    name = "probe"
+    name = JobKind.EXTRACTOR  # any stage's kind: the job table takes no other
 
     def __init__(self, gw: Gateway) -> None:
         self.gw = gw
@@ -65,7 +65,10 @@ class Probe(Stage[list[str]]):
 
 
 async def enqueue(queue: JobQueue, n: int, namespace: str = "ns") -> None:
-    specs = [JobSpec(kind="probe", payload=FlushRequested(namespace=namespace)) for _ in range(n)]
+    specs = [
+        JobSpec(kind=JobKind.EXTRACTOR, payload=FlushRequested(namespace=namespace))
+        for _ in range(n)
+    ]
     async with queue.store.transaction() as tx:
         await queue.enqueue(tx, specs)
 
@@ -96,10 +99,12 @@ def budget_config(server: ScriptedProvider, **budget: Any) -> Config:
 async def test_jobs_refused_for_budget_are_parked_then_resume_when_the_limit_is_raised(
     server: ScriptedProvider, store: Store, db_path: Path
 ) -> None:
-    queue = JobQueue(store, lease_s=30)
+    queue = JobQueue(store, lease_s=30, clock=SystemClock())
     await enqueue(queue, 6)
     # 0.125 fits the worst case of a call on top of two settled ones, not three
-    async with Gateway.open(budget_config(server, daily_limit=0.125), store) as gw:
+    async with Gateway.open(
+        budget_config(server, daily_limit=0.125), store, clock=SystemClock()
+    ) as gw:
         await run_probe_until(
             gw, queue, db_path, lambda s: s.get("done", 0) + s.get("parked", 0) == 6
         )
@@ -110,7 +115,9 @@ async def test_jobs_refused_for_budget_are_parked_then_resume_when_the_limit_is_
     assert rows(db_path, "SELECT count(*) FROM provider_calls WHERE outcome = 'refused'") == [(3,)]
 
     # a raised limit: the gateway resumes the parked jobs when it opens, and they complete
-    async with Gateway.open(budget_config(server, daily_limit=1.0), store) as gw:
+    async with Gateway.open(
+        budget_config(server, daily_limit=1.0), store, clock=SystemClock()
+    ) as gw:
         await run_probe_until(gw, queue, db_path, lambda s: s == {"done": 6})
     assert len(server.seen) == 6
     outcomes = rows(db_path, "SELECT outcome, count(*) FROM provider_calls GROUP BY outcome")
@@ -128,7 +135,7 @@ async def test_a_parked_job_resumes_by_itself_on_a_new_day(
     server: ScriptedProvider, store: Store, db_path: Path
 ) -> None:
     clock = ManualClock(datetime(2026, 3, 31, 23, 0, tzinfo=UTC))
-    queue = JobQueue(store, lease_s=30)
+    queue = JobQueue(store, lease_s=30, clock=SystemClock())
     await enqueue(queue, 2)
     async with Gateway.open(budget_config(server, daily_limit=0.11), store, clock=clock) as gw:
         await run_probe_until(gw, queue, db_path, lambda s: s == {"done": 1, "parked": 1})
@@ -142,13 +149,15 @@ async def test_a_parked_job_resumes_by_itself_on_a_new_day(
 async def test_resume_wakes_only_as_many_jobs_as_the_headroom_covers(
     server: ScriptedProvider, store: Store, db_path: Path
 ) -> None:
-    queue = JobQueue(store, lease_s=30)
+    queue = JobQueue(store, lease_s=30, clock=SystemClock())
     await enqueue(queue, 5)
-    async with Gateway.open(budget_config(server, daily_limit=0.05), store) as gw:
+    async with Gateway.open(
+        budget_config(server, daily_limit=0.05), store, clock=SystemClock()
+    ) as gw:
         await run_probe_until(gw, queue, db_path, lambda s: s == {"parked": 5})
     # room for two worst cases (2.5 x): two jobs resume, three stay parked
     cfg = budget_config(server, daily_limit=2.5 * WORST, resume_interval_s=3600)
-    async with Gateway.open(cfg, store):
+    async with Gateway.open(cfg, store, clock=SystemClock()):
         pass
     assert job_states(db_path) == {"todo": 2, "parked": 3}
     assert rows(db_path, "SELECT id, attempts FROM jobs WHERE status = 'todo'") == [(1, 0), (2, 0)]
@@ -163,7 +172,7 @@ async def test_namespace_limits_and_overrides(
     cfg = budget_config(
         server, namespace_daily_limit=0.11, namespaces={"vip": {"daily_limit": 1.0}}
     )
-    async with Gateway.open(cfg, store) as gw:
+    async with Gateway.open(cfg, store, clock=SystemClock()) as gw:
 
         async def call(namespace: str | None) -> str:
             try:
@@ -219,7 +228,7 @@ async def test_a_hold_of_a_dead_process_is_released_on_recovery(
     dead = Budget(cfg, store, SystemClock(), owner=f"{socket.gethostname()}:{dead_pid()}:feed")
     await dead.reserve(CallInfo("s", PROVIDER, "m", "chat", "ns", 42), Tokens(9, 100))
     assert rows(db_path, "SELECT status, owner FROM budget_reservations")[0][0] == "held"
-    async with Gateway.open(cfg, store) as gw:  # recovery runs at open
+    async with Gateway.open(cfg, store, clock=SystemClock()) as gw:  # recovery runs at open
         await gw.chat(stage="s", provider=PROVIDER, request=chat_request("job 1"))
     assert rows(db_path, "SELECT status, amount FROM budget_reservations ORDER BY id") == [
         ("released", 0.0),
@@ -261,6 +270,7 @@ def elsewhere_attempts() -> Any:
 CRASHING_CALL = textwrap.dedent(
     """
     import sys, anyio
+    from hlmem.clock import SystemClock
     from hlmem.config import load_config
     from hlmem.gateway.client import Gateway
     from hlmem.gateway.providers import ChatMessage, ChatRequest
@@ -272,7 +282,7 @@ CRASHING_CALL = textwrap.dedent(
             "prices": {"p/*": {"input_per_1k": 0.5, "output_per_1k": 1.0}},
         })
         store = await Store.open(db, cfg.store)
-        async with Gateway.open(cfg, store) as gw:
+        async with Gateway.open(cfg, store, clock=SystemClock()) as gw:
             request = ChatRequest(model="m", messages=(ChatMessage(role="user", content="hi"),))
             await gw.chat(stage="extractor", provider="p", request=request, job_id=9)
 
@@ -299,7 +309,7 @@ async def test_a_process_killed_between_reserve_and_settle_leaves_nothing_held(
             proc.send_signal(signal.SIGKILL)
             await proc.wait()
     assert float(rows(db_path, "SELECT sum(amount) FROM budget_usage")[0][0]) > 0
-    async with Gateway.open(budget_config(server), store):
+    async with Gateway.open(budget_config(server), store, clock=SystemClock()):
         pass
     assert rows(db_path, "SELECT status, amount FROM budget_reservations") == [("released", 0.0)]
     assert rows(db_path, "SELECT sum(amount) FROM budget_usage") == [(0.0,)]
@@ -360,5 +370,6 @@ def test_keys_are_read_from_the_named_variable_and_stay_secret(tmp_path: Path) -
 async def test_no_providers_by_default_keeps_the_embedded_mode(store: Store) -> None:
     cfg = load_config(env={})
     assert cfg.providers == {} and cfg.prices == {} and cfg.plugins.allowlist == []
-    async with Gateway.open(cfg, store) as gw:  # nothing to reach: no key, no network needed
+    # nothing to reach: no key, no network needed
+    async with Gateway.open(cfg, store, clock=SystemClock()) as gw:
         assert await gw.resume_parked_for_budget() == 0

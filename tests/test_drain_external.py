@@ -23,7 +23,7 @@ from helpers import apply, fast_config, rows, step
 import hlmem
 from hlmem.config import Config
 from hlmem.memory import Memory
-from hlmem.messages import Job
+from hlmem.messages import Job, JobKind
 from hlmem.stages.windower import Windower
 
 pytestmark = pytest.mark.anyio
@@ -82,14 +82,14 @@ async def test_a_flush_applied_by_one_worker_closes_the_window_a_late_worker_ope
         await producer.add_event("en-1", EN)  # windower job 2
         await producer.flush()  # windower job 3: covers both events
         a, b = Windower(cfg.windower, producer.clock), Windower(cfg.windower, producer.clock)
-        held = await worker_a.queue.claim("windower", 1)  # A holds job 1 ...
+        held = await worker_a.queue.claim(JobKind.WINDOWER, 1)  # A holds job 1 ...
         assert await step(worker_b, b) == 2  # ... while B applies job 2 and the flush
         await late_apply(worker_a, a, held)
         assert open_windows(db_path) == [], "the flush left a window open"
         assert closed_by(db_path) == {"zh-1": ["flush"], "en-1": ["flush"]}
         # idle now means done: nothing waits for the age sweep
-        assert await producer.queue.backlog("windower") == 0
-        assert await producer.queue.backlog("extractor") == 2
+        assert await producer.queue.backlog(JobKind.WINDOWER) == 0
+        assert await producer.queue.backlog(JobKind.EXTRACTOR) == 2
     values = await drained_claims(db_path, cfg)
     assert any("小白" in v for v in values), values
     assert any("db-prod-2" in v for v in values), values
@@ -106,9 +106,9 @@ async def test_a_late_batch_closes_only_what_the_flush_covered(db_path: Path) ->
         await producer.flush()  # job 2
         await producer.add_event("s", "I mostly use dark mode.")  # job 3: after it
         a, b = Windower(cfg.windower, producer.clock), Windower(cfg.windower, producer.clock)
-        held = await worker_a.queue.claim("windower", 1)  # job 1
+        held = await worker_a.queue.claim(JobKind.WINDOWER, 1)  # job 1
         assert await step(worker_b, b, limit=1) == 1  # the flush: nothing open yet
-        held += await worker_a.queue.claim("windower", 1)  # job 3, in the same late batch
+        held += await worker_a.queue.claim(JobKind.WINDOWER, 1)  # job 3, in the same late batch
         await late_apply(worker_a, a, held)
         # the event told before the flush is in a closed window; the later one stays open
         assert closed_by(db_path) == {"s": ["flush"]}
@@ -133,7 +133,7 @@ async def test_a_session_end_applied_by_one_worker_closes_a_late_window(db_path:
         await producer.add_event("other", "今天天气不错")  # job 2
         await producer.end_session("zh-1")  # job 3
         a, b = Windower(cfg.windower, producer.clock), Windower(cfg.windower, producer.clock)
-        held = await worker_a.queue.claim("windower", 1)
+        held = await worker_a.queue.claim(JobKind.WINDOWER, 1)
         assert await step(worker_b, b) == 2
         await late_apply(worker_a, a, held)
         # the ended session's window closed; the other session's stays open (not in scope)
@@ -152,7 +152,7 @@ async def test_a_scoped_flush_leaves_other_sessions_late_windows_open(db_path: P
         await producer.add_event("en-1", EN)  # job 2
         await producer.flush(session_id="en-1")  # job 3
         a, b = Windower(cfg.windower, producer.clock), Windower(cfg.windower, producer.clock)
-        held = await worker_a.queue.claim("windower", 2)  # jobs 1 and 2
+        held = await worker_a.queue.claim(JobKind.WINDOWER, 2)  # jobs 1 and 2
         assert await step(worker_b, b) == 1
         await late_apply(worker_a, a, held)
         assert closed_by(db_path) == {"en-1": ["flush"]}

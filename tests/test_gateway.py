@@ -32,7 +32,7 @@ from scripted_provider import (
     gateway_config,
 )
 
-from hlmem.clock import ManualClock
+from hlmem.clock import ManualClock, SystemClock
 from hlmem.errors import (
     BadProviderOutput,
     CircuitOpen,
@@ -98,7 +98,7 @@ async def test_a_call_settles_to_the_reported_usage(
     server: ScriptedProvider, store: Store, db_path: Path
 ) -> None:
     server.script(json_body=chat_reply("好的", prompt_tokens=12, completion_tokens=3))
-    async with Gateway.open(gateway_config(server.base_url), store) as gw:
+    async with Gateway.open(gateway_config(server.base_url), store, clock=SystemClock()) as gw:
         answer = await gw.chat(
             stage="extractor", provider=PROVIDER, request=chat_request(), namespace="ns", job_id=7
         )
@@ -121,7 +121,7 @@ async def test_usage_missing_from_the_answer_is_estimated(
     server: ScriptedProvider, store: Store, db_path: Path
 ) -> None:
     server.script(json_body=chat_reply("four", prompt_tokens=None, completion_tokens=None))
-    async with Gateway.open(gateway_config(server.base_url), store) as gw:
+    async with Gateway.open(gateway_config(server.base_url), store, clock=SystemClock()) as gw:
         await gw.chat(stage="s", provider=PROVIDER, request=chat_request("x" * 40))
     [row] = rows(db_path, LEDGER)
     assert row[0] == "ok"
@@ -132,7 +132,7 @@ async def test_usage_missing_from_the_answer_is_estimated(
 
 async def test_embed_and_rerank_go_through_the_ledger(store: Store, db_path: Path) -> None:
     with SimProvider() as sim:
-        async with Gateway.open(gateway_config(sim.base_url), store) as gw:
+        async with Gateway.open(gateway_config(sim.base_url), store, clock=SystemClock()) as gw:
             emb = await gw.embed(
                 stage="embedder",
                 provider=PROVIDER,
@@ -160,7 +160,7 @@ async def test_429_with_retry_after_is_honoured_then_succeeds(
     server: ScriptedProvider, store: Store, db_path: Path
 ) -> None:
     server.script(status=429, headers={"Retry-After": "1"}).then(json_body=chat_reply("ok"))
-    async with Gateway.open(gateway_config(server.base_url), store) as gw:
+    async with Gateway.open(gateway_config(server.base_url), store, clock=SystemClock()) as gw:
         started = time.monotonic()
         answer = await gw.chat(stage="s", provider=PROVIDER, request=chat_request())
     assert answer.text == "ok"
@@ -175,7 +175,7 @@ async def test_5xx_are_retried_with_backoff(
     server: ScriptedProvider, store: Store, db_path: Path
 ) -> None:
     server.script(status=500).then(status=503).then(status=502).then(json_body=chat_reply("ok"))
-    async with Gateway.open(gateway_config(server.base_url), store) as gw:
+    async with Gateway.open(gateway_config(server.base_url), store, clock=SystemClock()) as gw:
         assert (await gw.chat(stage="s", provider=PROVIDER, request=chat_request())).text == "ok"
     assert len(server.seen) == 4
     assert rows(db_path, LEDGER)[0][:2] == ("ok", None)
@@ -187,7 +187,7 @@ async def test_retries_exhausted_raise_and_release_the_reservation(
 ) -> None:
     server.script(status=500, times=10)
     cfg = gateway_config(server.base_url, provider={"max_retries": 2, "breaker_failures": 50})
-    async with Gateway.open(cfg, store) as gw:
+    async with Gateway.open(cfg, store, clock=SystemClock()) as gw:
         with pytest.raises(ProviderUnavailable, match="HTTP 500") as info:
             await gw.chat(stage="s", provider=PROVIDER, request=chat_request())
     assert isinstance(info.value, Retryable)
@@ -203,7 +203,7 @@ async def test_a_long_retry_after_ends_the_call_at_once(
 ) -> None:
     when = format_datetime(datetime.now(UTC) + timedelta(seconds=120), usegmt=True)
     server.script(status=429, headers={"Retry-After": when})
-    async with Gateway.open(gateway_config(server.base_url), store) as gw:
+    async with Gateway.open(gateway_config(server.base_url), store, clock=SystemClock()) as gw:
         with anyio.fail_after(2):
             with pytest.raises(RateLimited) as info:
                 await gw.chat(stage="s", provider=PROVIDER, request=chat_request())
@@ -216,7 +216,7 @@ async def test_a_slow_answer_times_out_and_is_retried(
 ) -> None:
     server.script(delay_s=1.5, json_body=chat_reply("late"), times=2)
     cfg = gateway_config(server.base_url, provider={"timeout_s": 0.3, "max_retries": 1})
-    async with Gateway.open(cfg, store) as gw:
+    async with Gateway.open(cfg, store, clock=SystemClock()) as gw:
         with anyio.fail_after(3):
             with pytest.raises(ProviderTimeout) as info:
                 await gw.chat(stage="s", provider=PROVIDER, request=chat_request())
@@ -234,7 +234,7 @@ async def test_malformed_json_is_not_retried_and_is_charged_an_estimate_marked_a
     body = '{"choices": [{"message": {"content": "trunc'
     server.script(text=body)
     request = chat_request()
-    async with Gateway.open(gateway_config(server.base_url), store) as gw:
+    async with Gateway.open(gateway_config(server.base_url), store, clock=SystemClock()) as gw:
         with pytest.raises(BadProviderOutput) as info:
             await gw.chat(stage="s", provider=PROVIDER, request=request)
     assert "trunc" in info.value.raw  # the raw answer is kept for the dead letter
@@ -256,7 +256,7 @@ async def test_an_answer_of_the_wrong_shape_is_charged_the_usage_it_reports(
     server: ScriptedProvider, store: Store, db_path: Path
 ) -> None:
     server.script(json_body={"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 7}})
-    async with Gateway.open(gateway_config(server.base_url), store) as gw:
+    async with Gateway.open(gateway_config(server.base_url), store, clock=SystemClock()) as gw:
         with pytest.raises(BadProviderOutput):
             await gw.chat(stage="s", provider=PROVIDER, request=chat_request())
     [row] = rows(db_path, LEDGER)
@@ -269,7 +269,7 @@ async def test_an_error_answer_that_reports_usage_is_charged_it(
 ) -> None:
     error = {"error": {"message": "overloaded"}, "usage": {"prompt_tokens": 9}}
     server.script(status=500, json_body=error).then(json_body=chat_reply("ok"))
-    async with Gateway.open(gateway_config(server.base_url), store) as gw:
+    async with Gateway.open(gateway_config(server.base_url), store, clock=SystemClock()) as gw:
         assert (await gw.chat(stage="s", provider=PROVIDER, request=chat_request())).text == "ok"
     # the failed request's prompt was billed, and so was the answer (10 prompt, 5 completion)
     [row] = rows(db_path, LEDGER)
@@ -282,7 +282,7 @@ async def test_a_4xx_is_permanent_and_not_retried(
     server: ScriptedProvider, store: Store, db_path: Path
 ) -> None:
     server.script(status=400, json_body={"error": {"message": "bad model name"}})
-    async with Gateway.open(gateway_config(server.base_url), store) as gw:
+    async with Gateway.open(gateway_config(server.base_url), store, clock=SystemClock()) as gw:
         with pytest.raises(ProviderRejected, match="bad model name") as info:
             await gw.chat(stage="s", provider=PROVIDER, request=chat_request())
     assert isinstance(info.value, Permanent)
@@ -299,7 +299,9 @@ async def test_an_injected_transport_reaches_the_same_error_translation(
         raise httpx.ReadError("connection reset by peer", request=request)
 
     cfg = gateway_config("http://provider.invalid/v1", provider={"max_retries": 1})
-    async with Gateway.open(cfg, store, transport=httpx.MockTransport(reset)) as gw:
+    async with Gateway.open(
+        cfg, store, clock=SystemClock(), transport=httpx.MockTransport(reset)
+    ) as gw:
         with pytest.raises(ProviderUnavailable, match="ReadError") as info:
             await gw.chat(stage="s", provider=PROVIDER, request=chat_request())
     assert isinstance(info.value.__cause__, httpx.ReadError)
@@ -311,7 +313,7 @@ async def test_connection_refused_is_unavailable(store: Store, db_path: Path) ->
     with ScriptedProvider() as gone:
         url = gone.base_url
     cfg = gateway_config(url, provider={"max_retries": 1})
-    async with Gateway.open(cfg, store) as gw:
+    async with Gateway.open(cfg, store, clock=SystemClock()) as gw:
         with pytest.raises(ProviderUnavailable, match="ConnectError"):
             await gw.chat(stage="s", provider=PROVIDER, request=chat_request())
     assert rows(db_path, LEDGER)[0][:2] == ("error", "ProviderUnavailable")
@@ -352,6 +354,38 @@ async def test_the_breaker_opens_fails_fast_and_closes_after_a_good_trial(
     ]
 
 
+async def test_a_step_of_the_wall_clock_neither_ends_nor_stretches_a_cooldown(
+    server: ScriptedProvider, store: Store, db_path: Path
+) -> None:
+    """The breaker times its cooldown on monotonic seconds: the wall clock stepped a day ahead
+    (or back) changes nothing; the cooldown's own 30 s end it."""
+    server.script(status=503, times=2)
+    cfg = gateway_config(
+        server.base_url,
+        provider={"max_retries": 0, "breaker_failures": 2, "breaker_cooldown_s": 30},
+    )
+    clock = ManualClock()
+    async with Gateway.open(cfg, store, clock=clock) as gw:
+        for _ in range(2):
+            with pytest.raises(ProviderUnavailable):
+                await gw.chat(stage="s", provider=PROVIDER, request=chat_request("你好"))
+        for step in (timedelta(days=1), timedelta(days=-2)):
+            clock.set(clock.now() + step)
+            with pytest.raises(CircuitOpen) as info:
+                await gw.chat(stage="s", provider=PROVIDER, request=chat_request("你好"))
+            assert info.value.retry_after_s == pytest.approx(30)
+        clock.advance(30)
+        assert (await gw.chat(stage="s", provider=PROVIDER, request=chat_request())).text == "ok"
+    assert len(server.seen) == 3  # nothing was sent while the breaker was open
+    assert [r[1] for r in rows(db_path, LEDGER)] == [
+        "ProviderUnavailable",
+        "ProviderUnavailable",
+        "CircuitOpen",
+        "CircuitOpen",
+        None,
+    ]
+
+
 # --- limits -----------------------------------------------------------------------------------
 
 
@@ -364,7 +398,10 @@ async def test_requests_per_minute_seen_by_the_server_never_exceed_the_limit(
 
     async def seven_calls(base_url: str) -> None:
         cfg = gateway_config(base_url, provider={"requests_per_minute": 120})
-        async with Gateway.open(cfg, store) as gw, anyio.create_task_group() as tg:
+        async with (
+            Gateway.open(cfg, store, clock=SystemClock()) as gw,
+            anyio.create_task_group() as tg,
+        ):
             for i in range(7):
                 # three stages share the one gateway, and so its limits
                 tg.start_soon(call, gw, f"q{i}", ("extractor", "embedder", "dedup")[i % 3])
@@ -392,7 +429,10 @@ async def test_requests_per_minute_seen_by_the_server_never_exceed_the_limit(
 async def test_max_concurrency_caps_requests_in_flight(store: Store) -> None:
     with SimProvider(settings=SimSettings(latency_ms=150)) as sim:
         cfg = gateway_config(sim.base_url, provider={"max_concurrency": 2})
-        async with Gateway.open(cfg, store) as gw, anyio.create_task_group() as tg:
+        async with (
+            Gateway.open(cfg, store, clock=SystemClock()) as gw,
+            anyio.create_task_group() as tg,
+        ):
             for i in range(6):
                 tg.start_soon(call, gw, f"{i}")
         stats = sim.stats()
@@ -419,7 +459,7 @@ async def test_a_429_storm_ends_with_every_call_answered_and_the_ledger_equal_to
             answer = await gw.chat(stage="s", provider=PROVIDER, request=chat_request(f"第{i}个"))
             answers.append(answer.text)
 
-        async with Gateway.open(cfg, store) as gw:
+        async with Gateway.open(cfg, store, clock=SystemClock()) as gw:
             with anyio.fail_after(20):
                 async with anyio.create_task_group() as tg:
                     for i in range(30):
@@ -454,7 +494,7 @@ async def test_the_ledger_totals_equal_the_servers_stats_under_errors_and_garbag
             except (ProviderUnavailable, BadProviderOutput) as exc:
                 outcomes.append(type(exc).__name__)
 
-        async with Gateway.open(cfg, store) as gw:
+        async with Gateway.open(cfg, store, clock=SystemClock()) as gw:
             with anyio.fail_after(20):
                 async with anyio.create_task_group() as tg:
                     for i in range(60):
@@ -495,7 +535,7 @@ async def test_an_unknown_price_fails_closed(
     from hlmem.errors import UnknownPrice
 
     cfg = gateway_config(server.base_url, prices={"p/other-model": {"free": True}})
-    async with Gateway.open(cfg, store) as gw:
+    async with Gateway.open(cfg, store, clock=SystemClock()) as gw:
         with pytest.raises(UnknownPrice, match="p/m"):
             await gw.chat(stage="s", provider=PROVIDER, request=chat_request(model="m"))
         await gw.chat(stage="s", provider=PROVIDER, request=chat_request(model="other-model"))
@@ -529,7 +569,7 @@ async def test_the_api_key_never_leaks(
     )
     assert SECRET not in repr(cfg) and SECRET not in str(cfg.model_dump())
     errors: list[ProviderRejected | ProviderUnavailable] = []
-    async with Gateway.open(cfg, store) as gw:
+    async with Gateway.open(cfg, store, clock=SystemClock()) as gw:
         for _ in range(2):
             try:
                 await gw.chat(stage="s", provider=PROVIDER, request=chat_request())
@@ -566,7 +606,7 @@ async def test_a_missing_key_variable_is_a_config_error_naming_the_variable(
 ) -> None:
     cfg = gateway_config(server.base_url, provider={"api_key_env": "HLMEM_TEST_NO_SUCH_KEY"})
     with pytest.raises(ConfigError, match="HLMEM_TEST_NO_SUCH_KEY"):
-        async with Gateway.open(cfg, store):
+        async with Gateway.open(cfg, store, clock=SystemClock()):
             pass
 
 
@@ -574,11 +614,11 @@ async def test_use_after_close_is_refused_and_errors_in_the_body_are_not_wrapped
     server: ScriptedProvider, store: Store
 ) -> None:
     with pytest.raises(KeyError):
-        async with Gateway.open(gateway_config(server.base_url), store) as gw:
+        async with Gateway.open(gateway_config(server.base_url), store, clock=SystemClock()) as gw:
             raise KeyError("mine")
     with pytest.raises(ClosedError):
         await gw.chat(stage="s", provider=PROVIDER, request=chat_request())
-    async with Gateway.open(gateway_config(server.base_url), store) as gw:
+    async with Gateway.open(gateway_config(server.base_url), store, clock=SystemClock()) as gw:
         with pytest.raises(ConfigError, match="no provider 'nope'"):
             await gw.chat(stage="s", provider="nope", request=chat_request())
     assert server.seen == []
@@ -588,7 +628,7 @@ async def test_cancelling_a_call_releases_its_reservation(
     server: ScriptedProvider, store: Store, db_path: Path
 ) -> None:
     server.script(delay_s=5, json_body=chat_reply("never"))
-    async with Gateway.open(gateway_config(server.base_url), store) as gw:
+    async with Gateway.open(gateway_config(server.base_url), store, clock=SystemClock()) as gw:
         with anyio.move_on_after(0.3):
             await gw.chat(stage="s", provider=PROVIDER, request=chat_request())
     assert reservations(db_path) == [("released", 0.0)]
@@ -652,7 +692,7 @@ async def test_only_allowlisted_plugins_are_ever_imported(
     cfg = gateway_config(
         server.base_url, provider={"preset": "good"}, plugins={"allowlist": ["good"]}
     )
-    async with Gateway.open(cfg, store) as gw:
+    async with Gateway.open(cfg, store, clock=SystemClock()) as gw:
         assert (await gw.chat(stage="s", provider=PROVIDER, request=chat_request())).text == "ok"
     assert "evil_plugin" not in sys.modules and not marker.exists()
 

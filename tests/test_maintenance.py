@@ -36,9 +36,9 @@ import hlmem
 from hlmem.clock import ManualClock
 from hlmem.config import Config
 from hlmem.jobs import JobSpec
-from hlmem.lang import language_of
+from hlmem.lang import default_lexicon, language_of
 from hlmem.memory import Memory
-from hlmem.messages import FlushRequested, JobStatus, MaintenanceTick
+from hlmem.messages import FlushRequested, JobKind, JobStatus, MaintenanceTick
 from hlmem.stages.maintenance import Maintenance
 from hlmem.store import SyncTx
 
@@ -503,7 +503,7 @@ async def test_a_tick_does_bounded_work_and_the_rest_waits_for_the_next(db_path:
 
     clock.advance(30 * DAY_S)
     async with hlmem.open(db_path, config=cfg, clock=clock, pipeline="external") as mem:
-        stage = Maintenance(mem.store, clock, cfg)
+        stage = Maintenance(mem.store, clock, cfg, lexicon=default_lexicon())
         assert await schedule(mem, stage) == []  # a file never maintained: the clock starts
         clock.advance(cfg.maintenance.interval_s - 1)
         assert await schedule(mem, stage) == []  # not due yet
@@ -553,11 +553,13 @@ async def test_job_hygiene_purges_only_old_done_jobs(db_path: Path) -> None:
         await mem.add_event("b", "I live in Berlin")
         await mem.flush()
         await mem.drain(timeout_s=30)
-        async with mem.store.transaction() as tx:  # two jobs nobody consumes
+    async with hlmem.open(db_path, config=cfg, pipeline="external") as mem:
+        async with mem.store.transaction() as tx:  # two jobs nothing here consumes
+            kind = JobKind.EXTRACTOR
             await mem.queue.enqueue(
-                tx, [JobSpec("nobody", FlushRequested()), JobSpec("nobody", FlushRequested())]
+                tx, [JobSpec(kind, FlushRequested()), JobSpec(kind, FlushRequested())]
             )
-        failed, parked = await mem.queue.claim("nobody", 2)
+        failed, parked = await mem.queue.claim(kind, 2)
         await mem.queue.end(failed, JobStatus.FAILED, "RuntimeError: boom")
         await mem.queue.end(parked, JobStatus.PARKED, "BudgetExceeded: no budget")
 

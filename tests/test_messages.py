@@ -13,6 +13,7 @@ from hlmem.messages import (
     EventIn,
     EventsAdded,
     FlushRequested,
+    JobKind,
     JobPayload,
     SessionEnded,
     WindowClosed,
@@ -30,7 +31,7 @@ payloads = st.one_of(
 @given(payloads)
 @settings(max_examples=300, deadline=None)
 def test_payload_json_job_row_round_trip(payload: JobPayload) -> None:
-    row = JobSpec(kind="windower", payload=payload).row(now=1.0)
+    row = JobSpec(kind=JobKind.WINDOWER, payload=payload).row(now=1.0)
     assert JOB_PAYLOAD.validate_json(row[1]) == payload
 
 

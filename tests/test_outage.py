@@ -23,7 +23,7 @@ from hlmem.clock import ManualClock, SystemClock
 from hlmem.config import Config, PipelineConfig, StageConfig
 from hlmem.gateway import Gateway, ops_report, render
 from hlmem.jobs import JobQueue, JobSpec
-from hlmem.messages import FlushRequested, Job
+from hlmem.messages import FlushRequested, Job, JobKind
 from hlmem.sim import SimProvider, SimSettings
 from hlmem.stages.base import Stage, StageRunner
 from hlmem.store import Store, SyncTx
@@ -93,7 +93,7 @@ def settled(db: Path, jobs: int) -> bool:
         " AND (status = 'doing' OR (status = 'todo' AND run_after <= ?))",
         (time.time(),),
     )
-    return busy == 0 and job_states(db) and sum(job_states(db).values()) == jobs
+    return busy == 0 and bool(job_states(db)) and sum(job_states(db).values()) == jobs
 
 
 def ended(db: Path) -> bool:
@@ -185,7 +185,7 @@ def _day() -> Any:
 class Caller(Stage[list[str]]):
     """One model call per job."""
 
-    name = "probe"
+    name = JobKind.EXTRACTOR  # any stage's kind: the job table takes no other
 
     def __init__(self, gw: Gateway) -> None:
         self.gw = gw
@@ -207,8 +207,10 @@ class Caller(Stage[list[str]]):
 
 
 async def run_jobs(gw: Gateway, store: Store, n: int, done: Any, *, max_attempts: int = 3) -> None:
-    queue = JobQueue(store, lease_s=30)
-    specs = [JobSpec(kind="probe", payload=FlushRequested(namespace="ns")) for _ in range(n)]
+    queue = JobQueue(store, lease_s=30, clock=SystemClock())
+    specs = [
+        JobSpec(kind=JobKind.EXTRACTOR, payload=FlushRequested(namespace="ns")) for _ in range(n)
+    ]
     async with store.transaction() as tx:
         await queue.enqueue(tx, specs)
     stage_cfg = StageConfig(
@@ -230,7 +232,7 @@ async def test_429s_are_not_attempts(server: ScriptedProvider, store: Store, db_
     cfg = gateway_config(
         server.base_url, provider={"max_retries": 0}, gateway={"probe_interval_s": 0.02}
     )
-    async with Gateway.open(cfg, store) as gw:
+    async with Gateway.open(cfg, store, clock=SystemClock()) as gw:
         await run_jobs(gw, store, 1, lambda: wait_until(lambda: ended(db_path)))
     assert rows(db_path, "SELECT status, attempts FROM jobs") == [("done", 1)]
     assert len(server.seen) == 7
@@ -255,7 +257,7 @@ async def test_5xx_that_use_up_the_attempts_park_the_job_and_it_resumes_when_the
             assert status == "parked"  # provider trouble never fails a job
             assert error.startswith("ProviderOutage")
             clock.advance(COOLDOWN_S)
-            await wait_until(lambda: job_states(db_path, "probe") == {"done": 1})
+            await wait_until(lambda: job_states(db_path) == {"done": 1})
 
         await run_jobs(gw, store, 1, parked_then_done, max_attempts=2)
     assert len(server.seen) == 5
@@ -266,7 +268,7 @@ async def test_a_4xx_still_fails_the_job_at_once(
 ) -> None:
     server.script(status=400, json_body={"error": {"message": "bad request"}})
     cfg = gateway_config(server.base_url, gateway={"probe_interval_s": 0.02})
-    async with Gateway.open(cfg, store) as gw:
+    async with Gateway.open(cfg, store, clock=SystemClock()) as gw:
         await run_jobs(gw, store, 1, lambda: wait_until(lambda: ended(db_path)))
     [(error, attempts)] = rows(db_path, "SELECT last_error, attempts FROM jobs")
     assert error.startswith("ProviderRejected") and attempts == 1

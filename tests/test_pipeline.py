@@ -15,12 +15,16 @@ import anyio
 import pytest
 from helpers import claim_items, connect_raw, fast_config, rows, wait_until
 from helpers import scalar as _scalar
+from scripted_provider import gateway_config
 
 import hlmem
-from hlmem.clock import Clock, wall
+from hlmem.clock import Clock, ManualClock, SystemClock, wall
 from hlmem.config import Config
-from hlmem.errors import ClosedError
+from hlmem.errors import ClosedError, ConfigError
+from hlmem.jobs import JobQueue
 from hlmem.memory import Memory
+from hlmem.pipeline import Pipeline
+from hlmem.store import Store
 
 pytestmark = pytest.mark.anyio
 
@@ -418,3 +422,30 @@ async def test_a_write_cancelled_while_waiting_for_the_lock_leaves_the_store_usa
 
 def count(db: Path, sql: str, params: Any = ()) -> int:
     return int(_scalar(db, sql, params))
+
+
+# --- assembly: every dependency given, a missing one named -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sections", "named"),
+    [
+        (
+            {"extractor": {"kind": "model", "provider": "p", "model": "m"}},
+            'extractor.kind = "model"',
+        ),
+        (
+            {"dedup": {"audit": True, "audit_provider": "p", "audit_model": "m"}},
+            "dedup.audit",
+        ),
+        ({"embedder": {"provider": "p", "model": "m"}}, "embedder.provider 'p'"),
+    ],
+)
+async def test_a_stage_that_calls_a_model_without_a_gateway_is_a_config_error(
+    store: Store, sections: dict[str, Any], named: str
+) -> None:
+    cfg = gateway_config("http://127.0.0.1:9", **sections)  # never contacted
+    queue = JobQueue(store, lease_s=30, clock=SystemClock())
+    with pytest.raises(ConfigError, match=named) as caught:
+        Pipeline(queue, cfg, ManualClock(), None)
+    assert "needs a model gateway" in str(caught.value)

@@ -54,6 +54,20 @@ class JobStatus(StrEnum):
     PARKED = "parked"
 
 
+class JobKind(StrEnum):
+    """The stage a job is for, in pipeline order; mirrors the CHECK constraint on ``jobs.kind``
+    (a misspelt kind is refused when the job is made, not queued for a stage that never
+    comes)."""
+
+    WINDOWER = "windower"
+    EXTRACTOR = "extractor"
+    ADMISSION = "admission"
+    DEDUP = "dedup"
+    CONFLICT = "conflict"
+    EMBEDDER = "embedder"
+    MAINTENANCE = "maintenance"
+
+
 class ClaimStatus(StrEnum):
     PENDING = "pending"  # between dedup and conflict: never shown
     ACTIVE = "active"
@@ -448,7 +462,7 @@ class Job(_Frozen):
     """A claimed job row with its decoded payload."""
 
     id: int
-    kind: str
+    kind: JobKind
     payload: JobPayload
     attempts: int
 

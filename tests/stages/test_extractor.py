@@ -13,8 +13,9 @@ from helpers import apply, fast_config, rows, step
 import hlmem
 from hlmem.clock import iso
 from hlmem.jobs import JobSpec
+from hlmem.lang import default_lexicon
 from hlmem.memory import Memory
-from hlmem.messages import ClaimsProposed, WindowClosed
+from hlmem.messages import ClaimsProposed, JobKind, WindowClosed
 from hlmem.stages.base import Stage
 from hlmem.stages.extractor import Extractor
 from hlmem.stages.windower import Windower
@@ -175,12 +176,12 @@ async def test_replaying_a_window_creates_no_duplicates(db_path: Path, per_job: 
     clock = hlmem.ManualClock()
     cfg = fast_config(windower={"windows_per_job": per_job})
     async with hlmem.open(db_path, config=cfg, clock=clock, pipeline="external") as mem:
-        extractor = Extractor(mem.store, clock)
+        extractor = Extractor(mem.store, clock, cfg, lexicon=default_lexicon(), gateway=None)
         await add_conversation(mem)
         await mem.end_session("s1")
         await step_all(mem, Windower(cfg.windower, clock))
 
-        jobs = await mem.queue.claim("extractor", 10)
+        jobs = await mem.queue.claim(JobKind.EXTRACTOR, 10)
         # the window closed by size and the one closed by end_session
         assert [len(j.payload.window_ids) for j in jobs] == ([1, 1] if per_job == 1 else [2])
         prepared = await extractor.prepare(jobs)
@@ -214,14 +215,14 @@ async def test_replaying_a_window_creates_no_duplicates(db_path: Path, per_job: 
         payloads = [j.payload for j in jobs]
         assert all(isinstance(p, WindowClosed) for p in payloads)
         async with mem.store.transaction() as tx:
-            await mem.queue.enqueue(tx, [JobSpec("extractor", p) for p in payloads * 2])
+            await mem.queue.enqueue(tx, [JobSpec(JobKind.EXTRACTOR, p) for p in payloads * 2])
         assert await step(mem, extractor) == 2 * len(jobs)
         assert snapshot() == first
 
         # a window_closed job naming a window that does not exist is harmless
         ghost = WindowClosed(window_id="win_missing", namespace="default", session_id="s1")
         async with mem.store.transaction() as tx:
-            await mem.queue.enqueue(tx, [JobSpec("extractor", ghost)])
+            await mem.queue.enqueue(tx, [JobSpec(JobKind.EXTRACTOR, ghost)])
         assert await step(mem, extractor) == 1
         assert snapshot() == first
         statuses = Counter(

@@ -26,8 +26,9 @@ from hypothesis import strategies as st
 import hlmem
 from hlmem.clock import iso, parse_iso
 from hlmem.config import Config
+from hlmem.lang import default_lexicon
 from hlmem.memory import Memory
-from hlmem.messages import WindowClosed
+from hlmem.messages import JobKind, WindowClosed
 from hlmem.stages.base import Stage
 from hlmem.stages.extractor import Extractor
 from hlmem.stages.windower import Windower
@@ -109,7 +110,7 @@ async def sweep(mem: Memory, windower: Windower) -> None:
         mem.queue.enqueue_sync(tx, windower.tick(tx, windower.clock.now()))
 
     await mem.store.run_in_transaction(tick)
-    mem.queue.ring({"extractor"})
+    mem.queue.ring({JobKind.EXTRACTOR})
 
 
 # --- size cap -------------------------------------------------------------------------------
@@ -479,7 +480,7 @@ async def test_windows_closed_together_share_extractor_jobs(db_path: Path) -> No
             ]
         )
         assert await step(mem, Windower(cfg.windower, clock)) >= 1
-        jobs = await mem.queue.claim("extractor", 100)
+        jobs = await mem.queue.claim(JobKind.EXTRACTOR, 100)
         payloads = [j.payload for j in jobs]
         assert all(isinstance(p, WindowClosed) for p in payloads)
         by_ns: dict[str, list[int]] = defaultdict(list)
@@ -493,7 +494,8 @@ async def test_windows_closed_together_share_extractor_jobs(db_path: Path) -> No
         sizes = dict(rows(db_path, "SELECT id, size FROM jobs WHERE kind = 'extractor'"))
         assert all(sizes[j.id] == len(j.payload.window_ids) for j in jobs)
         await mem.queue.release(jobs)
-        assert await step(mem, Extractor(mem.store, clock, cfg)) == 4
+        extractor = Extractor(mem.store, clock, cfg, lexicon=default_lexicon(), gateway=None)
+        assert await step(mem, extractor) == 4
     extracted = rows(db_path, "SELECT window_id, job_id FROM extractions")
     assert sorted(w for w, _ in extracted) == sorted(closed)
     job_of = {w: j.id for j in jobs for w in j.payload.window_ids}
@@ -546,7 +548,7 @@ async def test_replayed_windower_job_places_nothing_twice(db_path: Path) -> None
                 for i, t in enumerate(MIXED[:7])
             ]
         )
-        jobs = await mem.queue.claim("windower", 10)
+        jobs = await mem.queue.claim(JobKind.WINDOWER, 10)
         assert len(jobs) == 1
         await apply(mem, windower, jobs, None, complete=True)
         before = windows(db_path)
@@ -582,7 +584,8 @@ async def test_flush_in_the_batch_that_fills_a_stored_window(db_path: Path) -> N
         await mem.end_session("s")
         await mem.flush()
         await step(mem, windower, limit=10)  # e3, e4 (fills it), e5, session end, flush
-        await step_all(mem, Extractor(mem.store, clock))
+        extractor = Extractor(mem.store, clock, cfg, lexicon=default_lexicon(), gateway=None)
+        await step_all(mem, extractor)
 
     ws = windows(db_path)
     assert [(w.status, w.reason, w.item_count, w.event_ids) for w in ws] == [
@@ -665,8 +668,9 @@ async def _run_ops(db: Path, cfg: Config, ops: list[tuple[Any, ...]], final_batc
             else:
                 await sweep(mem, windower)
         await step_all(mem, windower, limit=final_batch)
-        await step_all(mem, Extractor(mem.store, clock), limit=3)
-        backlog = await mem.queue.backlog("windower") + await mem.queue.backlog("extractor")
+        extractor = Extractor(mem.store, clock, cfg, lexicon=default_lexicon(), gateway=None)
+        await step_all(mem, extractor, limit=3)
+        backlog = sum([await mem.queue.backlog(k) for k in (JobKind.WINDOWER, JobKind.EXTRACTOR)])
     assert backlog == 0
 
 

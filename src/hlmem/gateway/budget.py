@@ -216,7 +216,7 @@ class Budget:
     @staticmethod
     def _used(tx: SyncTx, limits: list[_Limit]) -> dict[tuple[str, str], float]:
         rows = tx.fetchall("budget_usage_rows", _usage_keys(limits))
-        return {(r[0], r[1]): float(r[2]) for r in rows}
+        return {(r["period"], r["namespace"]): float(r["amount"]) for r in rows}
 
     @staticmethod
     def _add_usage(tx: SyncTx, limits: list[_Limit], delta: float) -> None:
@@ -272,7 +272,7 @@ class Budget:
                 ),
             )
             self._add_usage(tx, limits, amount)
-            return int(row[0][0])
+            return int(row[0]["id"])
 
         result = await self.store.run_in_transaction(hold)
         if isinstance(result, BudgetExceeded):
@@ -360,12 +360,11 @@ class Budget:
 
         A hold that recovery released meanwhile (its owner looked dead, or it outlived the TTL)
         no longer counts in the sums, so a late settle adds its whole cost back."""
-        held_status, held, created_at, namespace = tx.fetchall(
-            "get_reservation", (reservation_id,)
-        )[0]
-        counted = float(held) if held_status == "held" else 0.0
+        [hold] = tx.fetchall("get_reservation", (reservation_id,))
+        counted = float(hold["amount"]) if hold["status"] == "held" else 0.0
         tx.execute("end_reservation", (status, cost, call_id, now, reservation_id))
-        self._add_usage(tx, self.limits(namespace, parse_iso(created_at)), cost - counted)
+        limits = self.limits(hold["namespace"], parse_iso(hold["created_at"]))
+        self._add_usage(tx, limits, cost - counted)
 
     def _ledger(
         self,
@@ -403,7 +402,7 @@ class Budget:
                 int(estimated),
             ),
         )
-        return int(row[0][0])
+        return int(row[0]["id"])
 
     # --- recovery and resumption --------------------------------------------------------------
 
@@ -416,21 +415,22 @@ class Budget:
         def release(tx: SyncTx) -> int:
             count = 0
             for row in tx.fetchall("held_reservations"):
-                rid, owner, created_at = row[0], row[1] or "", row[2]
+                owner = row["owner"] or ""
                 if owner == self.owner:
                     continue
-                if not (owner_is_dead(owner) or parse_iso(created_at) + ttl < now):
+                if not (owner_is_dead(owner) or parse_iso(row["created_at"]) + ttl < now):
                     continue
                 call = CallInfo(
-                    stage=row[7],
-                    provider=row[4],
-                    model=row[5],
-                    kind=row[8],
-                    namespace=row[3],
-                    job_id=row[9],
+                    stage=row["stage"],
+                    provider=row["provider"],
+                    model=row["model"],
+                    kind=row["call_kind"],
+                    namespace=row["namespace"],
+                    job_id=row["job_id"],
                 )
-                call_id = self._ledger(tx, call, Tokens(0), "error", ABANDONED, reserved=row[6])
-                self._end_hold(tx, rid, "released", 0.0, call_id, stamp)
+                reserved = row["amount"]
+                call_id = self._ledger(tx, call, Tokens(0), "error", ABANDONED, reserved=reserved)
+                self._end_hold(tx, row["id"], "released", 0.0, call_id, stamp)
                 count += 1
             return count
 
@@ -456,8 +456,9 @@ class Budget:
                 return 0
             headroom: dict[tuple[str, str], float] = {}
             resumed = 0
-            for job_id, namespace, needed in parked:
-                limits = self.limits(namespace, now)
+            for job in parked:
+                needed = job["needed"]
+                limits = self.limits(job["namespace"], now)
                 missing = [lim for lim in limits if (lim.period, lim.namespace) not in headroom]
                 if missing:
                     used = self._used(tx, missing)
@@ -466,7 +467,7 @@ class Budget:
                         headroom[key] = lim.limit - used.get(key, 0.0)
                 keys = [(lim.period, lim.namespace) for lim in limits]
                 if all(headroom[k] > 0 and headroom[k] + _EPSILON >= needed for k in keys):
-                    resumed += tx.execute("resume_parked_job", (stamp, job_id))
+                    resumed += tx.execute("resume_parked_job", (stamp, job["id"]))
                     for k in keys:
                         headroom[k] -= needed
             return resumed
@@ -480,7 +481,7 @@ class Budget:
         """(scope, used, limit) of every limit on ``namespace`` now."""
         limits = self.limits(namespace, self.clock.now())
         rows = await self.store.fetchall("budget_usage_rows", _usage_keys(limits))
-        used = {(r[0], r[1]): float(r[2]) for r in rows}
+        used = {(r["period"], r["namespace"]): float(r["amount"]) for r in rows}
         return [
             (lim.scope, used.get((lim.period, lim.namespace), 0.0), lim.limit) for lim in limits
         ]

@@ -17,7 +17,8 @@ One layer per method, outermost first:
                  parse the answer. Provider trouble of a provider failing for
                  ``gateway.outage_park_s`` is raised as ``ProviderOutage`` (the job parks).
 ``_retrying``    the circuit breaker, then attempts with exponential backoff and jitter on 429,
-                 5xx, timeouts and connection errors, honouring ``Retry-After``.
+                 5xx, timeouts and connection errors (``hlmem.jobs.Backoff``, the policy jobs
+                 retry by too), honouring ``Retry-After``.
 ``_throttle``    a concurrency slot (``anyio.CapacityLimiter``), a pause while the provider
                  asked us to back off, then the request-rate and token-rate leaky buckets
                  (``aiolimiter``).
@@ -47,7 +48,7 @@ import anyio
 import httpx
 from aiolimiter import AsyncLimiter
 
-from hlmem.clock import Clock, SystemClock
+from hlmem.clock import Clock
 from hlmem.config import Config, ProviderConfig
 from hlmem.errors import (
     BadProviderOutput,
@@ -83,7 +84,7 @@ from hlmem.gateway.providers import (
     parse_rerank,
     retry_after_s,
 )
-from hlmem.jobs import new_owner, retire_owner
+from hlmem.jobs import Backoff, new_owner, retire_owner
 
 __all__ = ["Gateway", "GatewayState", "load_plugin_presets", "redact", "retry_after_s"]
 from hlmem.store import Store
@@ -157,6 +158,7 @@ class _Provider:
         preset: ProviderPreset,
         transport: httpx.AsyncBaseTransport | None,
         clock: Callable[[], float],
+        rng: random.Random,
     ) -> None:
         self.name = name
         self.cfg = cfg
@@ -180,6 +182,8 @@ class _Provider:
         self.token_chunk = max(tokens_per_s * TOKEN_BURST_S, 1.0)
         self.tokens = AsyncLimiter(self.token_chunk, self.token_chunk / tokens_per_s)
         self.breaker = Breaker(cfg.breaker_failures, cfg.breaker_cooldown_s, clock=clock)
+        self.backoff = Backoff(cfg.retry_base_s, cfg.retry_max_s, rng)
+        # Real monotonic time, not the injected clock's: the pause is slept through for real.
         self.paused_until = 0.0
 
     def pause(self, seconds: float | None) -> None:
@@ -187,16 +191,16 @@ class _Provider:
         if seconds:
             self.paused_until = max(self.paused_until, time.monotonic() + seconds)
 
-    def backoff_s(self, retry: int) -> float:
-        ceiling = min(self.cfg.retry_max_s, self.cfg.retry_base_s * 2.0**retry)
-        return ceiling * random.uniform(0.5, 1.0)
-
 
 # --- the gateway ------------------------------------------------------------------------------
 
 
 class Gateway:
-    """Budgeted, rate-limited, retried access to the configured model providers."""
+    """Budgeted, rate-limited, retried access to the configured model providers.
+
+    ``clock`` dates the ledger and budgets (``now()``) and times the breakers and the outage
+    clock (``monotonic()``); ``rng`` is the retry jitter's randomness (a fresh
+    ``random.Random`` when not given)."""
 
     def __init__(
         self,
@@ -205,6 +209,7 @@ class Gateway:
         *,
         clock: Clock,
         transport: httpx.AsyncBaseTransport | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         needed = {p.preset for p in cfg.providers.values() if p.preset not in PRESETS}
         plugins = load_plugin_presets(a for a in cfg.plugins.allowlist if a in needed)
@@ -224,9 +229,15 @@ class Gateway:
         self.outages = OutageWatch(store, outage_park_s=cfg.gateway.outage_park_s)
         self._recovery = anyio.Event()
         self.state = GatewayState.OPEN
+        rng = rng or random.Random()
         self._providers = {
             name: _Provider(
-                name, pcfg, PRESETS.get(pcfg.preset) or plugins[pcfg.preset], transport, self._now
+                name,
+                pcfg,
+                PRESETS.get(pcfg.preset) or plugins[pcfg.preset],
+                transport,
+                clock.monotonic,
+                rng,
             )
             for name, pcfg in cfg.providers.items()
         }
@@ -238,8 +249,9 @@ class Gateway:
         cfg: Config,
         store: Store,
         *,
-        clock: Clock | None = None,
+        clock: Clock,
         transport: httpx.AsyncBaseTransport | None = None,
+        rng: random.Random | None = None,
     ) -> AsyncIterator[Gateway]:
         """Open the providers' clients, release crashed holds, resume parked jobs, and keep
         doing the latter two every ``budget.resume_interval_s`` while open; and every
@@ -251,7 +263,7 @@ class Gateway:
 
         :raises ConfigError: an unknown plugin preset, or an API key variable that is not set.
         """
-        gw = cls(cfg, store, clock=clock or SystemClock(), transport=transport)
+        gw = cls(cfg, store, clock=clock, transport=transport, rng=rng)
         error: BaseException | None = None
         try:
             await gw.recover()
@@ -468,8 +480,8 @@ class Gateway:
         )
 
     def _now(self) -> float:
-        """The breaker's and outage clock's time: the injected clock's."""
-        return self.clock.now().timestamp()
+        """The breaker's and outage clock's time: the injected clock's monotonic seconds."""
+        return self.clock.monotonic()
 
     async def _retrying(
         self, p: _Provider, path: str, body: dict[str, object], tokens: int, wire: Wire
@@ -487,7 +499,9 @@ class Gateway:
                 wire.rate_limited += 1
                 p.pause(exc.retry_after_s)
                 error = exc
-                delay = exc.retry_after_s if exc.retry_after_s is not None else p.backoff_s(retry)
+                delay = (
+                    exc.retry_after_s if exc.retry_after_s is not None else p.backoff.delay_s(retry)
+                )
             except (ProviderUnavailable, ProviderTimeout) as exc:
                 if p.breaker.failed(self._now()):
                     log.warning(
@@ -496,7 +510,7 @@ class Gateway:
                         extra={"action": "circuit_opened", "provider": p.name},
                     )
                 error = exc
-                delay = max(p.backoff_s(retry), _retry_after_of(exc))
+                delay = max(p.backoff.delay_s(retry), _retry_after_of(exc))
             except BaseException:
                 p.breaker.end_trial(trial)
                 raise

@@ -184,12 +184,13 @@ def _summary(stage: str, provider: str, model: str, rows: list[Any]) -> CallSumm
 async def _queue(store: Store) -> list[QueueHealth]:
     counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     oldest: dict[str, float] = {}
-    for kind, status, n, first in await store.fetchall("job_counts"):
-        counts[kind][status] += n
-        if status != JobStatus.DONE:
-            oldest[kind] = min(oldest.get(kind, math.inf), first)
-    for kind, reason, n in await store.fetchall("parked_job_reasons"):
-        counts[kind][f"parked_{reason}"] += n
+    for r in await store.fetchall("job_counts"):
+        kind = r["kind"]
+        counts[kind][r["status"]] += r["n"]
+        if r["status"] != JobStatus.DONE:
+            oldest[kind] = min(oldest.get(kind, math.inf), r["oldest"])
+    for r in await store.fetchall("parked_job_reasons"):
+        counts[r["kind"]][f"parked_{r['reason']}"] += r["n"]
     now = wall()
     return [
         QueueHealth(
@@ -213,8 +214,8 @@ async def _budget_lines(cfg: Config, store: Store, now: datetime) -> list[Budget
     rows = await store.fetchall(
         "budget_usage_periods", (json.dumps(sorted({lim.period for lim in limits})),)
     )
-    used = {(r[0], r[1]): float(r[2]) for r in rows}
-    for namespace in sorted({r[1] for r in rows if r[1]}):
+    used = {(r["period"], r["namespace"]): float(r["amount"]) for r in rows}
+    for namespace in sorted({r["namespace"] for r in rows if r["namespace"]}):
         limits += budget.limits(namespace, now)[2:]
     return [
         BudgetLine(
@@ -252,8 +253,12 @@ async def ops_report(
         cost_per_claim=total.cost / claims if claims else None,
         budget=await _budget_lines(cfg, store, now),
         outages=[
-            OutageLine(provider=provider or ALL, parked=n, since=datetime.fromtimestamp(first, UTC))
-            for provider, n, first in await store.fetchall("outage_parked_by_provider")
+            OutageLine(
+                provider=r["provider"] or ALL,
+                parked=r["n"],
+                since=datetime.fromtimestamp(r["since"], UTC),
+            )
+            for r in await store.fetchall("outage_parked_by_provider")
         ],
     )
 
@@ -263,8 +268,8 @@ async def unfinished_work(store: Store, *, since: float) -> WorkSummary:
     as the job table keeps them; older dead letters were reported when they failed) and every
     job parked now, whenever it was parked (by reason)."""
     counts: dict[tuple[str, str], int] = defaultdict(int)
-    for status, reason, n in await store.fetchall("ended_jobs_since", (since,)):
-        counts[(status, reason)] += n
+    for r in await store.fetchall("ended_jobs_since", (since,)):
+        counts[(r["status"], r["reason"])] += r["n"]
     parked = {reason: n for (status, reason), n in counts.items() if status == JobStatus.PARKED}
     return WorkSummary(
         failed=sum(n for (status, _), n in counts.items() if status == JobStatus.FAILED),

@@ -5,8 +5,9 @@ for a provider to come back.
 consecutive failures (5xx, timeouts, connection errors) and refuses calls (``CircuitOpen``) for
 ``breaker_cooldown_s``; then one trial call may pass (half-open), and its success closes it. It
 also keeps the outage clock: ``down_since``, the first failure (429s and refusals included) after
-the last success. Every time is a float of the gateway's injectable clock
-(``clock.now().timestamp()``), so tests move through cooldowns and outages without waiting.
+the last success. Every time is a float of the gateway's injectable clock, its monotonic seconds
+(``clock.monotonic()``: a step of the wall clock neither ends nor stretches a cooldown), so tests
+move through cooldowns and outages without waiting.
 
 :class:`OutageWatch` moves the jobs that wait for a provider, by their last ledger row's provider
 (a job whose calls never reached the ledger with its id waits for any provider):
@@ -40,12 +41,10 @@ ALL = -1
 class Breaker:
     """One provider's circuit breaker and outage clock (times of the injected clock)."""
 
-    def __init__(
-        self, failures: int, cooldown_s: float, *, clock: Callable[[], float] | None = None
-    ) -> None:
+    def __init__(self, failures: int, cooldown_s: float, *, clock: Callable[[], float]) -> None:
         self.failures = failures
         self.cooldown_s = cooldown_s
-        #: the time now (for the wait a refusal reports when it is read)
+        #: the time now, monotonic (for the wait a refusal reports when it is read)
         self.clock = clock
         self.consecutive = 0
         self.open_until = 0.0
@@ -74,7 +73,7 @@ class Breaker:
             raise CircuitOpen(
                 f"{provider}: circuit open after {self.consecutive} consecutive failures",
                 retry_after_s=self.wait_s(now),
-                reopens_in=None if clock is None else lambda: self.wait_s(clock()),
+                reopens_in=lambda: self.wait_s(clock()),
             )
 
     def wait_s(self, now: float) -> float:
@@ -204,7 +203,7 @@ class OutageWatch:
     async def parked_providers(self) -> dict[str, int]:
         """Jobs parked for an outage, by provider ("" for jobs of no known provider)."""
         found = await self.store.fetchall("outage_parked_by_provider")
-        return {str(r[0]): int(r[1]) for r in found}
+        return {str(r["provider"]): int(r["n"]) for r in found}
 
     async def catch_up(self, breakers: Iterable[tuple[str, Breaker]]) -> int:
         """Resume the jobs parked (by any process) for providers that are up here."""

@@ -1,7 +1,7 @@
 """The durable queue: the job table is the truth, in-memory queues only carry work.
 
-Enqueue, claim, complete, retry decisions, parking, recovery of expired leases and the owners
-that hold them (``queue``).
+Enqueue, claim, complete, parking, recovery of expired leases and the owners that hold them
+(``queue``); the retry policy that jobs and model calls share (``retry``).
 """
 
 from __future__ import annotations
@@ -12,14 +12,16 @@ from hlmem.jobs.queue import (
     new_owner,
     owner_is_dead,
     retire_owner,
-    retry_decision,
 )
+from hlmem.jobs.retry import Backoff, RetryDecision, RetryPolicy
 
 __all__ = [
+    "Backoff",
     "JobQueue",
     "JobSpec",
+    "RetryDecision",
+    "RetryPolicy",
     "new_owner",
     "owner_is_dead",
     "retire_owner",
-    "retry_decision",
 ]

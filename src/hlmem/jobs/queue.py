@@ -9,6 +9,10 @@ of it or none of it.
 Owners are ``host:pid:token``. At start (and periodically) ``recover`` hands back the jobs of
 owners that cannot be running any more: an expired lease, or an owner on this host whose process
 is gone. Running owners renew their leases, so a long job is not stolen from a live worker.
+
+Every time the queue writes (leases, ``run_after``, ``updated_at``) is its clock's ``wall()``:
+other processes compare them. A test gives the queue a ``ManualClock`` and advances it past a
+lease instead of waiting for one.
 """
 
 from __future__ import annotations
@@ -16,7 +20,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import random
 import socket
 from dataclasses import dataclass
 from functools import cached_property
@@ -25,29 +28,41 @@ from typing import Any
 import anyio
 from pydantic import ValidationError
 
-from hlmem.clock import wall
-from hlmem.config import StageConfig
+from hlmem.clock import Clock
 from hlmem.errors import BadJobPayload, LeaseLost
-from hlmem.messages import JOB_PAYLOAD, Job, JobPayload, JobStatus
+from hlmem.messages import JOB_PAYLOAD, Job, JobKind, JobPayload, JobStatus
 from hlmem.store import Store, SyncTx, Tx
 
 log = logging.getLogger(__name__)
 
 _HOST = socket.gethostname()
 _LIVE_TOKENS: set[str] = set()
+_KINDS = tuple(k.value for k in JobKind)
 
 
 @dataclass(frozen=True)
 class JobSpec:
-    """A job to enqueue: which stage consumes it, the message, and its idempotency key."""
+    """A job to enqueue: which stage consumes it, the message, and its idempotency key.
 
-    kind: str
+    :raises ValueError: ``kind`` names no stage (a job no stage would ever claim).
+    """
+
+    kind: JobKind
     payload: JobPayload
     dedup_key: str | None = None
     namespace: str | None = None
     size: int = 1
     priority: int = 0
     run_after: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.kind, JobKind):
+            if self.kind not in _KINDS:
+                raise ValueError(
+                    f"unknown job kind {self.kind!r}: no stage claims it"
+                    f" (kinds: {', '.join(_KINDS)})"
+                )
+            object.__setattr__(self, "kind", JobKind(self.kind))
 
     @cached_property
     def payload_json(self) -> str:
@@ -67,19 +82,6 @@ class JobSpec:
             now,
             now,
         )
-
-
-@dataclass(frozen=True)
-class RetryDecision:
-    run_after: float
-
-
-def retry_decision(cfg: StageConfig, attempts: int, now: float) -> RetryDecision | None:
-    """Exponential backoff with full jitter, or ``None`` when attempts are exhausted."""
-    if attempts >= cfg.max_attempts:
-        return None
-    ceiling = min(cfg.retry_max_s, cfg.retry_base_s * (2 ** max(attempts - 1, 0)))
-    return RetryDecision(run_after=now + ceiling * (0.5 + random.random() / 2))
 
 
 def _pid_alive(pid: int) -> bool:
@@ -125,11 +127,13 @@ def owner_is_dead(owner: str) -> bool:
 class JobQueue:
     """Enqueue, claim, complete, retry, park and recover jobs for one owner."""
 
-    def __init__(self, store: Store, *, lease_s: float) -> None:
+    def __init__(self, store: Store, *, lease_s: float, clock: Clock) -> None:
         self.store = store
         self.lease_s = lease_s
+        #: the time of the job table (``wall()``), and of in-process intervals around it
+        self.clock = clock
         self.owner = new_owner()
-        self._bells: dict[str, anyio.Event] = {}
+        self._bells: dict[JobKind, anyio.Event] = {}
 
     def retire(self) -> None:
         """Mark this owner gone; its leftover jobs become recoverable at once."""
@@ -137,13 +141,13 @@ class JobQueue:
 
     # --- doorbells: in-process wake-ups; other processes poll ---------------------------------
 
-    def bell(self, kind: str) -> anyio.Event:
+    def bell(self, kind: JobKind) -> anyio.Event:
         event = self._bells.get(kind)
         if event is None:
             event = self._bells[kind] = anyio.Event()
         return event
 
-    def ring(self, kinds: set[str]) -> None:
+    def ring(self, kinds: set[JobKind]) -> None:
         for kind in kinds:
             event = self._bells.pop(kind, None)
             if event is not None:
@@ -155,24 +159,23 @@ class JobQueue:
         """Insert jobs inside the caller's transaction; a live duplicate dedup_key is skipped."""
         if not specs:
             return
-        now = wall()
+        now = self.clock.wall()
         await tx.executemany("insert_job", [s.row(now) for s in specs])
         self.ring({s.kind for s in specs})
 
-    @staticmethod
-    def enqueue_sync(tx: SyncTx, specs: list[JobSpec]) -> None:
+    def enqueue_sync(self, tx: SyncTx, specs: list[JobSpec]) -> None:
         """:meth:`enqueue` on the writer thread (``Store.run_in_transaction``); the caller
         rings the doorbells once the transaction has committed."""
         if specs:
-            now = wall()
+            now = self.clock.wall()
             tx.executemany("insert_job", [s.row(now) for s in specs])
 
-    async def claim(self, kind: str, limit: int) -> list[Job]:
+    async def claim(self, kind: JobKind, limit: int) -> list[Job]:
         """Lease up to ``limit`` ready jobs of ``kind``, oldest first (one statement).
 
         :raises BadJobPayload: never; an undecodable payload fails its job instead.
         """
-        now = wall()
+        now = self.clock.wall()
         params = {
             "owner": self.owner,
             "lease_until": now + self.lease_s,
@@ -183,13 +186,15 @@ class JobQueue:
         # One hop to the writer thread (not BEGIN, UPDATE, COMMIT as three).
         rows = await self.store.run_in_transaction(lambda tx: tx.fetchall("claim_jobs", params))
         jobs, bad = [], []
-        for row in sorted(rows, key=lambda r: r[0]):
+        for row in sorted(rows, key=lambda r: int(r["id"])):
             try:
-                payload = JOB_PAYLOAD.validate_json(row[2])
+                payload = JOB_PAYLOAD.validate_json(row["payload"])
             except ValidationError as exc:
-                bad.append(BadJobPayload(row[0], str(exc).splitlines()[0]))
+                bad.append(BadJobPayload(row["id"], str(exc).splitlines()[0]))
                 continue
-            jobs.append(Job(id=row[0], kind=row[1], payload=payload, attempts=row[3]))
+            jobs.append(
+                Job(id=row["id"], kind=row["kind"], payload=payload, attempts=row["attempts"])
+            )
         if bad:
             async with self.store.transaction() as tx:
                 for err in bad:
@@ -198,23 +203,14 @@ class JobQueue:
                     )
         return jobs
 
-    async def complete(self, tx: Tx, jobs: list[Job]) -> None:
-        """Mark jobs done inside the caller's transaction.
+    def complete_sync(self, tx: SyncTx, jobs: list[Job]) -> None:
+        """Mark jobs done inside the caller's transaction, on the writer thread
+        (``Store.run_in_transaction``, as the stage runner completes a batch with its outputs).
 
         :raises LeaseLost: a job is no longer ours (its lease expired and another worker has
             it); the caller's transaction must roll back so its outputs are not written twice.
         """
-        now = wall()
-        changed = await tx.execute("complete_jobs", (now, _ids(jobs), self.owner))
-        if changed != len(jobs):
-            raise LeaseLost([j.id for j in jobs])
-
-    def complete_sync(self, tx: SyncTx, jobs: list[Job]) -> None:
-        """:meth:`complete` on the writer thread (``Store.run_in_transaction``).
-
-        :raises LeaseLost: as :meth:`complete` does (the transaction rolls back).
-        """
-        now = wall()
+        now = self.clock.wall()
         changed = tx.execute("complete_jobs", (now, _ids(jobs), self.owner))
         if changed != len(jobs):
             raise LeaseLost([j.id for j in jobs])
@@ -224,7 +220,8 @@ class JobQueue:
     ) -> None:
         async with self.store.transaction() as tx:
             await tx.execute(
-                "retry_job", (run_after, error[:4000], detail, wall(), job.id, self.owner)
+                "retry_job",
+                (run_after, error[:4000], detail, self.clock.wall(), job.id, self.owner),
             )
         log.info(
             "job retry",
@@ -238,7 +235,8 @@ class JobQueue:
         breaker) refused the call, which says nothing about the job."""
         async with self.store.transaction() as tx:
             await tx.execute(
-                "defer_job", (run_after, error[:4000], detail, wall(), job.id, self.owner)
+                "defer_job",
+                (run_after, error[:4000], detail, self.clock.wall(), job.id, self.owner),
             )
         log.info(
             "job deferred",
@@ -255,7 +253,8 @@ class JobQueue:
         the refused attempt does not count."""
         async with self.store.transaction() as tx:
             await tx.execute(
-                "park_job_unattempted", (error[:4000], detail, wall(), job.id, self.owner)
+                "park_job_unattempted",
+                (error[:4000], detail, self.clock.wall(), job.id, self.owner),
             )
         log.warning(
             "job parked", extra={"action": "job_parked", "job_id": job.id, "kind": job.kind}
@@ -264,7 +263,9 @@ class JobQueue:
     async def end(self, job: Job, status: JobStatus, error: str, detail: str | None = None) -> None:
         """Fail or park a job, keeping its reason (and ``detail``, e.g. a model's raw answer)."""
         async with self.store.transaction() as tx:
-            await tx.execute("end_job", (status, error[:4000], detail, wall(), job.id, self.owner))
+            await tx.execute(
+                "end_job", (status, error[:4000], detail, self.clock.wall(), job.id, self.owner)
+            )
         log.warning(
             "job %s",
             status,
@@ -277,27 +278,28 @@ class JobQueue:
             return
         with anyio.CancelScope(shield=True):
             async with self.store.transaction() as tx:
-                await tx.execute("release_jobs", (wall(), _ids(jobs), self.owner))
+                await tx.execute("release_jobs", (self.clock.wall(), _ids(jobs), self.owner))
 
     async def renew(self) -> None:
         async with self.store.transaction() as tx:
-            await tx.execute("renew_leases", (wall() + self.lease_s, self.owner))
+            await tx.execute("renew_leases", (self.clock.wall() + self.lease_s, self.owner))
 
     async def recover(self) -> int:
         """Return expired leases and dead owners' jobs to todo; the number recovered."""
-        now = wall()
+        now = self.clock.wall()
         async with self.store.transaction() as tx:
             count = await tx.execute("recover_expired_leases", (now, now))
             for row in await tx.fetchall("doing_owners"):
-                if row[0] != self.owner and owner_is_dead(row[0]):
-                    count += await tx.execute("recover_owner", (now, row[0]))
+                owner = row["owner"]
+                if owner != self.owner and owner_is_dead(owner):
+                    count += await tx.execute("recover_owner", (now, owner))
         if count:
             log.info("jobs recovered", extra={"action": "jobs_recovered", "count": count})
         return count
 
     # --- reads and operator commands ----------------------------------------------------------
 
-    async def backlog(self, kind: str | None = None) -> int:
+    async def backlog(self, kind: JobKind | None = None) -> int:
         """Items (events, windows) waiting or running, over all stages or one."""
         if kind is None:
             return int(await self.store.scalar("count_backlog"))
@@ -307,12 +309,12 @@ class JobQueue:
         """Put failed and parked jobs back to todo with fresh attempts (``hlmem jobs retry``)."""
         async with self.store.transaction() as tx:
             count = await tx.execute(
-                "retry_ended_jobs", {"now": wall(), "kind": kind, "id": job_id}
+                "retry_ended_jobs", {"now": self.clock.wall(), "kind": kind, "id": job_id}
             )
-        if count:
-            self.ring({kind} if kind else set(self._bells))
+        if count:  # then ``kind`` is a stage's: the table holds no other
+            self.ring({JobKind(kind)} if kind else set(self._bells))
         return count
 
     async def purge_done(self, *, older_than_s: float) -> int:
         async with self.store.transaction() as tx:
-            return await tx.execute("purge_done_jobs", (wall() - older_than_s,))
+            return await tx.execute("purge_done_jobs", (self.clock.wall() - older_than_s,))

@@ -43,6 +43,7 @@ from hlmem.messages import (
     ClaimScope,
     ClaimsProposed,
     EvidenceSpan,
+    JobKind,
     Role,
     WindowPiece,
     WindowText,
@@ -207,7 +208,9 @@ async def submit(
     slot = tombstone_key(target.namespace, draft)
     if await store.fetchall("tombstoned_any", (json.dumps([["slot", slot]]),)):
         raise InputError("correct: that value was forgotten; a correction cannot bring it back")
-    spec = JobSpec("admission", ClaimsProposed(candidates=(candidate,)), namespace=target.namespace)
+    spec = JobSpec(
+        JobKind.ADMISSION, ClaimsProposed(candidates=(candidate,)), namespace=target.namespace
+    )
     now = wall()
 
     def write(tx: SyncTx) -> None:

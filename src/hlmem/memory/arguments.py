@@ -31,6 +31,8 @@ from hlmem.messages import ID_MAX_CHARS, ClaimScope, EventIn, JobStatus, RecallM
 Rule = Callable[[str, Any], str | None]  # the argument's name and value -> the problem, if any
 
 PIPELINE_MODES = ("inline", "external")
+#: what a clock given to ``hlmem.open`` must read (hlmem.clock.Clock)
+_CLOCK_READINGS = ("now", "wall", "monotonic")
 
 
 def _shown(value: Any) -> str:
@@ -259,8 +261,13 @@ def memory_options(
         problem += _shown(pipeline)
     if problem is None:
         problem = flag("create", create)
-    if problem is None and clock is not None and not callable(getattr(clock, "now", None)):
-        problem = f"clock must have a now() method (hlmem.SystemClock, ManualClock), not {clock!r}"
+    if (
+        problem is None
+        and clock is not None
+        and not all(callable(getattr(clock, reading, None)) for reading in _CLOCK_READINGS)
+    ):
+        problem = "clock must have now(), wall() and monotonic() methods (hlmem.SystemClock, "
+        problem += f"ManualClock), not {clock!r}"
     if problem is None and not (config is None or isinstance(config, Config | Mapping)):
         problem = "config must be a hlmem.config.Config or a mapping shaped like the TOML "
         problem += f"file, not {_shown(config)}"

@@ -47,6 +47,7 @@ from hlmem.messages import (
     Event,
     EventIn,
     FlushRequested,
+    JobKind,
     MaintenanceReport,
     OriginClass,
     RecallMode,
@@ -125,7 +126,10 @@ class Memory:
         try:
             self._store = await Store.open(self.path, self.config.store, create=self.create)
             stack.push_async_callback(self._store.close)
-            self._queue = JobQueue(self._store, lease_s=self.config.pipeline.lease_s)
+            # The machine's clock, whatever the domain clock: other processes share the table.
+            self._queue = JobQueue(
+                self._store, lease_s=self.config.pipeline.lease_s, clock=SystemClock()
+            )
             stack.callback(self._queue.retire)
             gateway = None
             # The pipeline's stages call models only here (inline); recall's reranker does in
@@ -336,7 +340,9 @@ class Memory:
         """Close the session's open window (after every event already acknowledged)."""
         arguments.check("end_session", locals())
         ns = namespace or self.config.ingest.default_namespace
-        await self._control(JobSpec("windower", SessionEnded(namespace=ns, session_id=session_id)))
+        await self._control(
+            JobSpec(JobKind.WINDOWER, SessionEnded(namespace=ns, session_id=session_id))
+        )
 
     async def flush(self, *, namespace: str | None = None, session_id: str | None = None) -> None:
         """Close open windows now: all, one namespace's, or one session's.
@@ -348,7 +354,7 @@ class Memory:
         if session_id is not None and namespace is None:
             namespace = self.config.ingest.default_namespace
         await self._control(
-            JobSpec("windower", FlushRequested(namespace=namespace, session_id=session_id))
+            JobSpec(JobKind.WINDOWER, FlushRequested(namespace=namespace, session_id=session_id))
         )
 
     async def _control(self, spec: JobSpec) -> None:
@@ -569,7 +575,7 @@ class Memory:
         draft = await correction_draft(target, text, lexicon=self._lexicon(), now=now)
         row = self.writer.prepare(coerce_event(event_fields(target, text, event_id, now)))
         done = await submit(self.store, target, draft, row, recorded_at=now)
-        self.queue.ring({"admission"})
+        self.queue.ring({JobKind.ADMISSION})
         return done
 
     async def explain(self, claim_id: str) -> ClaimExplanation:

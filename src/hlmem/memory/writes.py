@@ -40,6 +40,7 @@ from hlmem.messages import (
     ClaimsProposed,
     EventIn,
     EvidenceSpan,
+    JobKind,
     RecallResult,
 )
 from hlmem.pipeline import EventWriter, coerce_event
@@ -151,7 +152,7 @@ async def remember_commit(
         source="remember",
         extractor="remember",
     )
-    spec = JobSpec("admission", ClaimsProposed(candidates=(candidate,)), namespace=ns)
+    spec = JobSpec(JobKind.ADMISSION, ClaimsProposed(candidates=(candidate,)), namespace=ns)
     now = wall()
     stops = {
         "id": row[0],
@@ -175,7 +176,7 @@ async def remember_commit(
         return row[0]
 
     stored = await store.run_in_transaction(write)
-    queue.ring({"admission"})
+    queue.ring({JobKind.ADMISSION})
     return stored
 
 

@@ -46,21 +46,21 @@ def build_stages(
     queue: JobQueue,
     cfg: Config,
     clock: Clock,
-    gateway: Gateway | None = None,
+    gateway: Gateway | None,
     *,
-    offloader: Offloader | None = None,
+    offloader: Offloader | None,
 ) -> list[StageRunner]:
     """Every stage of the write path with its runner, in pipeline order; the extractor and the
-    embedder hand big batches of CPU work to ``offloader`` when given.
+    embedder hand big batches of CPU work to ``offloader`` when given (None: no helper child).
 
-    :raises ValueError: a stage needs a model (``extractor.kind = "model"``, a remote
-        embedder, the dedup audit) and no gateway was given.
+    :raises ConfigError: a stage needs a model (``extractor.kind = "model"``, a remote
+        embedder, the dedup audit) and ``gateway`` is None.
     """
     store = queue.store
     lexicon = load_lexicon(cfg.extractor.lexicon_paths)
     p = cfg.pipeline
     extractor = Extractor(store, clock, cfg, lexicon=lexicon, gateway=gateway, offloader=offloader)
-    embedder = Embedder(store, clock, cfg.embedder, gateway, offloader=offloader)
+    embedder = Embedder(store, clock, cfg.embedder, gateway=gateway, offloader=offloader)
     # The windower only counts the events coming, and admission's gate rides along, for a
     # child that the extractor or the embedder uses.
     uses_child = extractor.offloader is not None or embedder.offloader is not None
@@ -75,7 +75,7 @@ def build_stages(
         (Windower(windower_cfg, clock, offloader=helper), p.windower),
         (extractor, p.extractor),
         (Admission(store, clock, cfg.admission.mode, offloader=helper), p.admission),
-        (Dedup(store, clock, cfg.dedup, gateway, lexicon=lexicon), p.dedup),
+        (Dedup(store, clock, cfg.dedup, gateway=gateway, lexicon=lexicon), p.dedup),
         (Conflict(clock, lexicon), p.conflict),
         (embedder, p.embedder),
         # Not on the write path: periodic bounded ticks of lifecycle work (the "sleep").
@@ -93,9 +93,11 @@ def _load_language_data() -> None:
 
 
 class Pipeline:
-    def __init__(
-        self, queue: JobQueue, cfg: Config, clock: Clock, gateway: Gateway | None = None
-    ) -> None:
+    def __init__(self, queue: JobQueue, cfg: Config, clock: Clock, gateway: Gateway | None) -> None:
+        """``gateway`` is None when no stage calls a model.
+
+        :raises ConfigError: as :func:`build_stages`.
+        """
         self.queue = queue
         self.cfg = cfg
         #: the CPU helper child's handle (``pipeline.offload = "auto"``); it starts on demand

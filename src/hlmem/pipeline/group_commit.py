@@ -13,10 +13,10 @@ import json
 
 from hlmem.jobs import JobSpec
 from hlmem.lang import content_hash, new_ids
-from hlmem.messages import EventsAdded
+from hlmem.messages import EventsAdded, JobKind
 from hlmem.store import SyncTx
 
-WINDOWER = "windower"
+WINDOWER = JobKind.WINDOWER
 EventRow = tuple[str, str, str, str, str, str, str, str, str, str, str]
 #: why a forget dropped an event: (the tombstone's kind: event, content or session; its time)
 Blocked = tuple[str, str]

@@ -34,6 +34,7 @@ from hlmem.messages import (
     ClaimsPending,
     EmbedClaims,
     EvidenceSpan,
+    JobKind,
     dumps_metadata,
 )
 from hlmem.portable.reader import (
@@ -563,14 +564,14 @@ class Importer:
         vector of the configured model (it finds nothing when the file's vectors were kept)."""
         specs = [
             JobSpec(
-                "conflict",
+                JobKind.CONFLICT,
                 ClaimsPending(claim_ids=tuple(state.pending[i : i + PAGE_ROWS])),
                 size=len(state.pending[i : i + PAGE_ROWS]),
             )
             for i in range(0, len(state.pending), PAGE_ROWS)
         ]
         if state.new_claims or state.new_events:
-            specs.append(JobSpec("embedder", EmbedClaims(), dedup_key=EMBED_BACKFILL_KEY))
+            specs.append(JobSpec(JobKind.EMBEDDER, EmbedClaims(), dedup_key=EMBED_BACKFILL_KEY))
         if not specs:
             return
 

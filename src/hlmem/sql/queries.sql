@@ -30,9 +30,12 @@ ON CONFLICT (namespace, session_id) DO NOTHING;
 UPDATE sessions SET ended_at = ? WHERE namespace = ? AND session_id = ? AND ended_at IS NULL;
 
 -- name: insert_job
-INSERT OR IGNORE INTO jobs (kind, payload, size, priority, run_after, dedup_key, namespace,
-                            created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?);
+-- A live job with the same dedup_key makes this a no-op; ON CONFLICT (not OR IGNORE, which would
+-- also skip a row that breaks the CHECK on kind without a word) covers only that.
+INSERT INTO jobs (kind, payload, size, priority, run_after, dedup_key, namespace,
+                  created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT DO NOTHING;
 
 -- name: count_backlog
 SELECT coalesce(sum(size), 0) FROM jobs WHERE status IN ('todo', 'doing');

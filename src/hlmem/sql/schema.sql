@@ -197,7 +197,9 @@ CREATE TABLE extractions (
 
 CREATE TABLE jobs (
     id           INTEGER PRIMARY KEY,
-    kind         TEXT NOT NULL,
+    kind         TEXT NOT NULL
+                 CHECK (kind IN ('windower', 'extractor', 'admission', 'dedup', 'conflict',
+                                 'embedder', 'maintenance')),
     status       TEXT NOT NULL DEFAULT 'todo'
                  CHECK (status IN ('todo', 'doing', 'done', 'failed', 'parked')),
     payload      TEXT NOT NULL,
@@ -211,8 +213,9 @@ CREATE TABLE jobs (
     namespace    TEXT,
     last_error   TEXT,
     created_at   REAL NOT NULL,
-    updated_at   REAL NOT NULL
-, detail TEXT);
+    updated_at   REAL NOT NULL,
+    detail       TEXT  -- what explains a dead letter (a model's raw answer), for `jobs list`
+);
 
 CREATE TABLE maintenance_state (
     name       TEXT PRIMARY KEY,

@@ -34,7 +34,7 @@ from hlmem.claims import admission_rules as admission
 from hlmem.clock import Clock, iso
 from hlmem.errors import ForgetPending
 from hlmem.jobs import JobSpec
-from hlmem.messages import Candidate, ClaimsAdmitted, ClaimsProposed, Job, OriginClass
+from hlmem.messages import Candidate, ClaimsAdmitted, ClaimsProposed, Job, JobKind, OriginClass
 from hlmem.rules import FORGET_PREDICATE, forget_requests, is_forget_request
 from hlmem.stages.base import CpuHelper, Stage
 from hlmem.store import Store, SyncTx
@@ -67,8 +67,8 @@ class _Gated:
 
 
 class Admission(Stage[_Gated]):
-    name = "admission"
-    downstream = "dedup"
+    name = JobKind.ADMISSION
+    downstream = JobKind.DEDUP
 
     def __init__(
         self, store: Store, clock: Clock, mode: str, *, offloader: CpuHelper | None = None
@@ -207,7 +207,7 @@ class Admission(Stage[_Gated]):
         admitted = tuple(c for c, d in items if d.decision == "admit")
         if not admitted:
             return []
-        return [JobSpec("dedup", ClaimsAdmitted(candidates=admitted), size=len(admitted))]
+        return [JobSpec(JobKind.DEDUP, ClaimsAdmitted(candidates=admitted), size=len(admitted))]
 
 
 def _unredacted(

@@ -7,8 +7,11 @@ never claims jobs, opens transactions, retries, sleeps or logs lifecycle events:
 
 Runner shape: a feeder claims batches from the job table into a bounded ``asyncio.Queue`` (only
 while it has room, and only while the downstream backlog is under its high-water mark), and N
-workers take batches from it. A failing batch is split so that one poisoned job cannot hold
-back the others; a failing job is retried with backoff, then failed (or parked) with its reason.
+workers take batches from it. A feeder whose buffer is full waits until a worker takes a batch
+(an event, not a poll); the downstream backlog is re-read every ``DOWNSTREAM_CHECK_S`` of the
+queue clock's monotonic time (:class:`DownstreamGate`). A failing batch is split so that one
+poisoned job cannot hold back the others; a failing job is retried with backoff
+(``hlmem.jobs.RetryPolicy``), then failed (or parked) with its reason.
 A call the provider refused (``Deferred``: an open breaker, a 429) is not one of the job's
 attempts: the job waits the time asked for and runs again (see :meth:`StageRunner._failed`).
 Stopping: the feeder stops claiming and posts one sentinel per worker; workers finish what is
@@ -21,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from datetime import datetime
@@ -30,10 +34,11 @@ import anyio
 from anyio.abc import TaskStatus
 
 from hlmem.claims import Decision
-from hlmem.clock import Clock, wall
+from hlmem.clock import Clock
 from hlmem.config import PipelineConfig, StageConfig
 from hlmem.errors import (
     Deferred,
+    LeaseLost,
     Parkable,
     Permanent,
     ProviderOutage,
@@ -42,9 +47,9 @@ from hlmem.errors import (
     Retryable,
     StoreError,
 )
-from hlmem.jobs import JobQueue, JobSpec, retry_decision
+from hlmem.jobs import JobQueue, JobSpec, RetryPolicy
 from hlmem.lang import Vectors
-from hlmem.messages import ClaimDraft, Extraction, Job, JobStatus
+from hlmem.messages import ClaimDraft, Extraction, Job, JobKind, JobStatus
 from hlmem.store import Store, SyncTx
 
 log = logging.getLogger(__name__)
@@ -86,9 +91,9 @@ class CpuHelper(Protocol):
 class Stage(ABC, Generic[P]):
     """One pipeline stage: consumes jobs of kind ``name``."""
 
-    name: ClassVar[str]
+    name: ClassVar[JobKind]
     #: the job kind this stage feeds, for downstream backpressure (None: a sink)
-    downstream: ClassVar[str | None] = None
+    downstream: ClassVar[JobKind | None] = None
     #: how often ``tick`` runs, in seconds (None: never)
     tick_interval_s: float | None = None
 
@@ -116,8 +121,73 @@ class Stage(ABC, Generic[P]):
         return []
 
 
+class DownstreamGate:
+    """Whether the next stage's backlog (``kind``) is at its high-water mark.
+
+    The count is a query, so it is re-read at most every ``DOWNSTREAM_CHECK_S`` of the queue
+    clock's monotonic time, not for every batch claimed."""
+
+    def __init__(self, queue: JobQueue, kind: JobKind | None, high_water: int) -> None:
+        self.queue = queue
+        self.kind = kind
+        self.high_water = high_water
+        self._checked: float | None = None
+        self._full = False
+
+    async def full(self) -> bool:
+        if self.kind is None:
+            return False
+        clock = self.queue.clock
+        if self._checked is None or clock.monotonic() - self._checked >= DOWNSTREAM_CHECK_S:
+            self._full = await self.queue.backlog(self.kind) >= self.high_water
+            self._checked = clock.monotonic()
+        return self._full
+
+
+class Buffer:
+    """A runner's bounded queue of claimed batches (``None``: a worker's stop sentinel).
+
+    The feeder claims only when a batch fits (a claimed job waiting for room would hold its
+    lease for nothing), so it waits for room here: woken when a worker takes a batch."""
+
+    def __init__(self, batches: int) -> None:
+        self._queue: asyncio.Queue[list[Job] | None] = asyncio.Queue(maxsize=batches)
+        self._room = anyio.Event()
+        #: times the feeder was woken while it waited for room: one per batch taken at most
+        self.room_wakeups = 0
+
+    async def room(self) -> None:
+        """Return once a batch fits."""
+        while self._queue.full():
+            if self._room.is_set():
+                self._room = anyio.Event()
+            await self._room.wait()
+            self.room_wakeups += 1
+
+    def put_nowait(self, batch: list[Job]) -> None:
+        self._queue.put_nowait(batch)
+
+    async def put(self, item: list[Job] | None) -> None:
+        await self._queue.put(item)
+
+    async def get(self) -> list[Job] | None:
+        item = await self._queue.get()
+        self._room.set()
+        return item
+
+    def take_all(self) -> list[Job]:
+        """Every job still queued (the runner hands them back when it stops)."""
+        jobs: list[Job] = []
+        while not self._queue.empty():
+            jobs.extend(self._queue.get_nowait() or [])
+        return jobs
+
+
 class StageRunner:
-    """Feeds one stage from the job table and runs its workers."""
+    """Feeds one stage from the job table and runs its workers.
+
+    Retries wait as ``RetryPolicy.of(cfg, rng)`` says; ``rng`` is the jitter's randomness (a
+    fresh ``random.Random`` when not given), and the queue's clock is the runner's time."""
 
     def __init__(
         self,
@@ -126,16 +196,20 @@ class StageRunner:
         cfg: StageConfig,
         pipeline_cfg: PipelineConfig,
         clock: Clock,
+        *,
+        rng: random.Random | None = None,
     ) -> None:
         self.stage = stage
         self.queue = queue
         self.store: Store = queue.store
         self.cfg = cfg
         self.pipeline_cfg = pipeline_cfg
+        #: the domain clock, for the stage's tick
         self.clock = clock
+        self.retry = RetryPolicy.of(cfg, rng or random.Random())
+        self.buffer = Buffer(cfg.buffer_batches)
+        self.downstream = DownstreamGate(queue, stage.downstream, cfg.downstream_high_water_jobs)
         self._stopping = False
-        self._downstream_checked = 0.0
-        self._downstream_full = False
         self.finished = anyio.Event()
         self._stopped = anyio.Event()
         self.processed = 0
@@ -147,7 +221,7 @@ class StageRunner:
         self.queue.ring({self.stage.name})
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        buffer: asyncio.Queue[list[Job] | None] = asyncio.Queue(maxsize=self.cfg.buffer_batches)
+        buffer = self.buffer
         extra = {"action": "stage_started", "stage": self.stage.name}
         try:
             async with anyio.create_task_group() as tg:
@@ -159,26 +233,20 @@ class StageRunner:
                 log.info("stage started", extra=extra)
                 task_status.started()
         finally:
-            leftovers: list[Job] = []
-            while not buffer.empty():
-                batch = buffer.get_nowait()
-                if batch:
-                    leftovers.extend(batch)
-            await self.queue.release(leftovers)
+            await self.queue.release(buffer.take_all())
             self.finished.set()
             log.info("stage stopped", extra={"action": "stage_stopped", "stage": self.stage.name})
 
-    async def _feed(self, buffer: asyncio.Queue[list[Job] | None]) -> None:
-        self._downstream_checked, self._downstream_full = 0.0, False
+    async def _feed(self, buffer: Buffer) -> None:
         while not self._stopping:
-            if buffer.full():
-                await anyio.sleep(0.002)
-                continue
+            await buffer.room()
+            if self._stopping:
+                break
             bell = self.queue.bell(self.stage.name)
             try:
                 jobs = (
                     []
-                    if await self._downstream_is_full()
+                    if await self.downstream.full()
                     else await self.queue.claim(self.stage.name, self.cfg.batch_size)
                 )
             except (Retryable, StoreError) as exc:
@@ -197,17 +265,7 @@ class StageRunner:
         for _ in range(self.cfg.workers):
             await buffer.put(None)
 
-    async def _downstream_is_full(self) -> bool:
-        """Whether the next stage's backlog is at its high-water mark (re-read every 0.1 s)."""
-        if not self.stage.downstream:
-            return False
-        if wall() - self._downstream_checked > DOWNSTREAM_CHECK_S:
-            backlog = await self.queue.backlog(self.stage.downstream)
-            self._downstream_full = backlog >= self.cfg.downstream_high_water_jobs
-            self._downstream_checked = wall()
-        return self._downstream_full
-
-    async def _work(self, buffer: asyncio.Queue[list[Job] | None]) -> None:
+    async def _work(self, buffer: Buffer) -> None:
         while True:
             batch = await buffer.get()
             if batch is None:
@@ -275,6 +333,14 @@ class StageRunner:
         it (``ProviderOutage``), and 5xx or timeouts that use up its attempts park it too. Only
         ``Permanent`` errors and failures of the job's own (an answer that stays unparseable
         through every attempt) end it as failed."""
+        if isinstance(exc, LeaseLost):
+            # Another worker holds the job now (our lease expired): its outcome is theirs to
+            # write; our transaction rolled back, so nothing of this attempt was kept.
+            log.warning(
+                "lease lost",
+                extra={"action": "lease_lost", "job_id": job.id, "stage": self.stage.name},
+            )
+            return
         error = f"{type(exc).__name__}: {exc}"
         # What explains the failure beyond its message (a model's raw answer) is kept apart.
         detail = getattr(exc, "raw", None) or None
@@ -284,14 +350,13 @@ class StageRunner:
         if isinstance(exc, Parkable):
             await self.queue.end(job, JobStatus.PARKED, error, detail)
             return
+        now = self.queue.clock.wall()
         if isinstance(exc, Deferred):
             # At least the stage's base backoff: a 429 with "Retry-After: 0" must not spin.
             wait = max(exc.wait_s() or 0.0, self.cfg.retry_base_s)
-            await self.queue.defer(job, error, wall() + wait, detail)
+            await self.queue.defer(job, error, now + wait, detail)
             return
-        decision = (
-            None if isinstance(exc, Permanent) else retry_decision(self.cfg, job.attempts, wall())
-        )
+        decision = None if isinstance(exc, Permanent) else self.retry.decide(job.attempts, now)
         if decision is not None:
             await self.queue.retry(job, error, decision.run_after, detail)
         elif isinstance(exc, ProviderUnavailable | ProviderTimeout):

@@ -36,7 +36,7 @@ from typing import Any
 from hlmem.clock import Clock, iso
 from hlmem.jobs import JobSpec
 from hlmem.lang import Lexicon
-from hlmem.messages import CORRECTION_EXTRACTOR, ClaimsPending, EmbedClaims, Job
+from hlmem.messages import CORRECTION_EXTRACTOR, ClaimsPending, EmbedClaims, Job, JobKind
 from hlmem.stages.base import Stage
 from hlmem.store import SyncTx
 
@@ -66,8 +66,8 @@ class _Row:
 
 
 class Conflict(Stage[None]):
-    name = "conflict"
-    downstream = "embedder"
+    name = JobKind.CONFLICT
+    downstream = JobKind.EMBEDDER
 
     def __init__(self, clock: Clock, lexicon: Lexicon) -> None:
         self.clock = clock
@@ -92,7 +92,7 @@ class Conflict(Stage[None]):
                 placed.append(row[0])
         if not placed:
             return []
-        return [JobSpec("embedder", EmbedClaims(claim_ids=tuple(placed)), size=len(placed))]
+        return [JobSpec(JobKind.EMBEDDER, EmbedClaims(claim_ids=tuple(placed)), size=len(placed))]
 
     def _place(self, tx: SyncTx, r: Any, now: str) -> bool:
         """Place pending claim ``r``; False when it was folded into the claim it repeats."""

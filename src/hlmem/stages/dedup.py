@@ -32,12 +32,20 @@ import anyio
 from hlmem.claims import claim_hash, slot_key, tombstone_key, value_key
 from hlmem.clock import Clock, iso
 from hlmem.config import DedupConfig
+from hlmem.errors import ConfigError
 from hlmem.gateway import Gateway, audit_request, parse_audit
 from hlmem.index import claim_search_text, fts_row
 from hlmem.jobs import JobSpec
-from hlmem.lang import Lexicon, default_lexicon, derived_id, normalize
+from hlmem.lang import Lexicon, derived_id, normalize
 from hlmem.lang.atoms import analysis as atoms
-from hlmem.messages import CORRECTION_EXTRACTOR, Candidate, ClaimsAdmitted, ClaimsPending, Job
+from hlmem.messages import (
+    CORRECTION_EXTRACTOR,
+    Candidate,
+    ClaimsAdmitted,
+    ClaimsPending,
+    Job,
+    JobKind,
+)
 from hlmem.stages.base import Stage
 from hlmem.store import Store, SyncTx
 
@@ -80,21 +88,25 @@ class _Prepared:
 
 
 class Dedup(Stage[_Prepared]):
-    name = "dedup"
-    downstream = "conflict"
+    name = JobKind.DEDUP
+    downstream = JobKind.CONFLICT
 
     def __init__(
         self,
         store: Store,
         clock: Clock,
         cfg: DedupConfig,
-        gateway: Gateway | None = None,
         *,
-        lexicon: Lexicon | None = None,
+        gateway: Gateway | None,
+        lexicon: Lexicon,
     ) -> None:
+        """``gateway`` is None when nothing calls a model.
+
+        :raises ConfigError: ``dedup.audit`` is on and no gateway.
+        """
         if cfg.audit and gateway is None:
-            raise ValueError("dedup.audit needs a gateway")
-        self.lexicon = lexicon or default_lexicon()
+            raise ConfigError("dedup.audit needs a model gateway (none was given)")
+        self.lexicon = lexicon
         self.store = store
         self.clock = clock
         self.cfg = cfg
@@ -263,7 +275,9 @@ class Dedup(Stage[_Prepared]):
         tx.executemany("insert_claim_entity", links)
         if not new_ids:
             return []
-        return [JobSpec("conflict", ClaimsPending(claim_ids=tuple(new_ids)), size=len(new_ids))]
+        return [
+            JobSpec(JobKind.CONFLICT, ClaimsPending(claim_ids=tuple(new_ids)), size=len(new_ids))
+        ]
 
     def _recheck(self, tx: SyncTx, prepared: _Prepared) -> None:
         """Compare new candidates with live claims written after the snapshot (by another

@@ -31,11 +31,12 @@ import numpy as np
 
 from hlmem.clock import Clock, iso
 from hlmem.config import EmbedderConfig
+from hlmem.errors import ConfigError
 from hlmem.gateway import EmbedRequest, Gateway
 from hlmem.index import model_identity
 from hlmem.jobs import JobSpec
 from hlmem.lang import LocalEmbedder, Vectors, scrub
-from hlmem.messages import EMBED_BACKFILL_KEY, EmbedClaims, Job
+from hlmem.messages import EMBED_BACKFILL_KEY, EmbedClaims, Job, JobKind
 from hlmem.stages.base import CpuHelper, Stage
 from hlmem.store import Store, SyncTx
 
@@ -52,19 +53,26 @@ class _Embedded:
 
 
 class Embedder(Stage[_Embedded]):
-    name = "embedder"
+    name = JobKind.EMBEDDER
 
     def __init__(
         self,
         store: Store,
         clock: Clock,
         cfg: EmbedderConfig,
-        gateway: Gateway | None = None,
         *,
+        gateway: Gateway | None,
         offloader: CpuHelper | None = None,
     ) -> None:
+        """``gateway`` is None when nothing calls a model; ``offloader``, when given, embeds
+        big batches locally in the CPU helper child.
+
+        :raises ConfigError: a remote ``embedder.provider`` and no gateway.
+        """
         if cfg.provider != "local" and gateway is None:
-            raise ValueError(f"embedder.provider {cfg.provider!r} needs a gateway")
+            raise ConfigError(
+                f"embedder.provider {cfg.provider!r} needs a model gateway (none was given)"
+            )
         self.store = store
         self.clock = clock
         self.cfg = cfg
@@ -195,4 +203,4 @@ class Embedder(Stage[_Embedded]):
         return [self._backfill_job()] if lacking else []
 
     def _backfill_job(self) -> JobSpec:
-        return JobSpec("embedder", EmbedClaims(), dedup_key=EMBED_BACKFILL_KEY)
+        return JobSpec(JobKind.EMBEDDER, EmbedClaims(), dedup_key=EMBED_BACKFILL_KEY)

@@ -42,7 +42,7 @@ import anyio
 from hlmem.claims import admission_rules as admission
 from hlmem.clock import Clock, iso, parse_iso
 from hlmem.config import Config
-from hlmem.errors import BadProviderOutput, ExtractionFailed
+from hlmem.errors import BadProviderOutput, ConfigError, ExtractionFailed
 from hlmem.gateway import ChatMessage, ChatRequest, Gateway, prompts
 from hlmem.jobs import JobSpec
 from hlmem.lang import (
@@ -60,6 +60,7 @@ from hlmem.messages import (
     ClaimsProposed,
     EmbedClaims,
     Job,
+    JobKind,
     OriginClass,
     SessionKind,
     WindowClosed,
@@ -165,23 +166,26 @@ class Extracted(list[_Window]):
 
 
 class Extractor(Stage[Extracted]):
-    name = "extractor"
-    downstream = "admission"
+    name = JobKind.EXTRACTOR
+    downstream = JobKind.ADMISSION
 
     def __init__(
         self,
         store: Store,
         clock: Clock,
-        cfg: Config | None = None,
+        cfg: Config,
         *,
-        lexicon: Lexicon | None = None,
-        gateway: Gateway | None = None,
+        lexicon: Lexicon,
+        gateway: Gateway | None,
         offloader: CpuHelper | None = None,
     ) -> None:
-        cfg = cfg or Config()
-        lexicon = lexicon or default_lexicon()
+        """``gateway`` is None when nothing calls a model; ``offloader``, when given, runs big
+        batches of the rules in the CPU helper child.
+
+        :raises ConfigError: ``extractor.kind = "model"`` and no gateway.
+        """
         if cfg.extractor.kind == "model" and gateway is None:
-            raise ValueError('extractor.kind = "model" needs a gateway')
+            raise ConfigError('extractor.kind = "model" needs a model gateway (none was given)')
         self.store = store
         self.clock = clock
         self.cfg = cfg
@@ -386,7 +390,7 @@ class Extractor(Stage[Extracted]):
         # table's cost is per job, and admission decides each candidate on its own anyway.
         out.jobs = [
             JobSpec(
-                "admission",
+                JobKind.ADMISSION,
                 ClaimsProposed(candidates=tuple(candidates)),
                 namespace=namespace,
                 size=len(candidates),
@@ -395,7 +399,9 @@ class Extractor(Stage[Extracted]):
         ]
         if out.fts and self.cfg.embedder.embed_events:  # recall's vector channel covers events
             events = tuple(row[1] for row in out.fts)
-            out.jobs.append(JobSpec("embedder", EmbedClaims(event_ids=events), size=len(events)))
+            out.jobs.append(
+                JobSpec(JobKind.EMBEDDER, EmbedClaims(event_ids=events), size=len(events))
+            )
         return out
 
     def _candidate(self, w: _Window, index: int, draft: ClaimDraft) -> Candidate:

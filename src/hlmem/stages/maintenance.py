@@ -78,7 +78,7 @@ from hlmem.clock import Clock, iso, parse_iso, wall
 from hlmem.config import Config, ScopeDays
 from hlmem.index import claim_search_text, fts_row
 from hlmem.jobs import JobSpec
-from hlmem.lang import Lexicon, default_lexicon
+from hlmem.lang import Lexicon
 from hlmem.lang.atoms import analysis as atoms
 from hlmem.messages import (
     ArchiveReport,
@@ -86,6 +86,7 @@ from hlmem.messages import (
     DecayReport,
     HygieneReport,
     Job,
+    JobKind,
     MaintenanceReport,
     MaintenanceTask,
     MaintenanceTick,
@@ -144,16 +145,14 @@ class _Prepared:
 
 
 class Maintenance(Stage[_Prepared]):
-    name = "maintenance"
+    name = JobKind.MAINTENANCE
 
-    def __init__(
-        self, store: Store, clock: Clock, cfg: Config, *, lexicon: Lexicon | None = None
-    ) -> None:
+    def __init__(self, store: Store, clock: Clock, cfg: Config, *, lexicon: Lexicon) -> None:
         self.store = store
         self.clock = clock
         self.cfg = cfg.maintenance
         self.dedup_cfg = cfg.dedup
-        self.lexicon = lexicon or default_lexicon()
+        self.lexicon = lexicon
         self.limit = self.cfg.max_items_per_task
         self.tick_interval_s = (
             min(self.cfg.interval_s, SCHEDULE_CHECK_MAX_S) if self.cfg.enabled else None

@@ -34,6 +34,7 @@ from hlmem.messages import (
     EventsAdded,
     FlushRequested,
     Job,
+    JobKind,
     SessionEnded,
     WindowClosed,
 )
@@ -168,7 +169,7 @@ class _Batch:
                 first, *more = windows[start : start + per]
                 jobs.append(
                     JobSpec(
-                        kind="extractor",
+                        kind=JobKind.EXTRACTOR,
                         payload=WindowClosed(
                             window_id=first.id,
                             namespace=namespace,
@@ -184,8 +185,8 @@ class _Batch:
 
 
 class Windower(Stage[None]):
-    name = "windower"
-    downstream = "extractor"
+    name = JobKind.WINDOWER
+    downstream = JobKind.EXTRACTOR
 
     def __init__(
         self, cfg: WindowerConfig, clock: Clock, *, offloader: CpuHelper | None = None
