@@ -88,6 +88,8 @@ def test_a_command_without_db_is_a_usage_error(
         ["--db", "x.db", "recall", "the cat", "--top", "3"],
         ["--db", "x.db", "no-such-command"],
         ["recall", "猫", "--no-such-flag"],  # no --db either: the flag is named first
+        ["--db", "x.db", "jobs", "list", "--kind", "admision"],  # a misspelt stage
+        ["--db", "x.db", "jobs", "retry", "--kind", "抽取"],
     ],
 )
 def test_an_unknown_flag_or_command_is_a_usage_error(

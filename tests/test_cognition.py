@@ -28,7 +28,7 @@ def at(year: int, month: int, day: int) -> datetime:
 
 async def say(mem: Memory, clock: ManualClock, when: datetime, *lines: str, **kw: object) -> None:
     """The user says ``lines`` at ``when`` in one session, which then ends."""
-    clock._now = when
+    clock.set(when)
     session = f"s-{when.isoformat()}-{kw.get('namespace', '')}"
     for line in lines:
         await mem.add_event(session, line, **kw)  # type: ignore[arg-type]
@@ -257,7 +257,7 @@ async def test_late_arriving_event_does_not_replace_a_newer_fact(
     async with hlmem.open(db_path, config=fast_config(), clock=clock) as mem:
         await say(mem, clock, at(2026, 6, 1), newer)
         # Told later, but it happened in January: an old event arriving late.
-        clock._now = at(2026, 6, 2)
+        clock.set(at(2026, 6, 2))
         await mem.add_event("late", older, occurred_at=at(2026, 1, 10))
         await mem.end_session("late")
         await mem.drain(timeout_s=20)

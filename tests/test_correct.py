@@ -30,7 +30,7 @@ def at(day: int) -> datetime:
 
 
 async def say(mem: Memory, clock: ManualClock, when: datetime, *lines: str) -> None:
-    clock._now = when
+    clock.set(when)
     session = f"s-{when.day}"
     for line in lines:
         await mem.add_event(session, line)
@@ -67,7 +67,7 @@ async def test_a_correction_supersedes_keeps_history_and_recall_returns_the_new_
     async with hlmem.open(db_path, config=fast_config(), clock=clock) as mem:
         await say(mem, clock, at(1), said)
         wrong = only(await mem.claims(), "location")
-        clock._now = at(9)
+        clock.set(at(9))
         fix = await mem.correct(wrong.id, words)
         await mem.drain(timeout_s=30)
         now = only(await mem.claims(), "location")
@@ -119,12 +119,12 @@ async def test_a_correction_on_a_multi_valued_slot_replaces_only_that_value(
     async with hlmem.open(db_path, config=fast_config(), clock=clock) as mem:
         await say(mem, clock, at(1), *lines)
         likes = {c.value: c for c in await mem.claims(predicate="likes")}
-        clock._now = at(3)
+        clock.set(at(3))
         await mem.correct(likes[wrong_value].id, words)
         await mem.drain(timeout_s=30)
         now = {c.value: c.status for c in await mem.claims(predicate="likes", history=True)}
         # Correcting a value to one the slot already holds folds into that claim.
-        clock._now = at(4)
+        clock.set(at(4))
         fix = await mem.correct(
             next(c.id for c in await mem.claims(predicate="likes") if c.value == new_value),
             kept_value,
@@ -162,7 +162,7 @@ async def test_bad_corrections_are_refused_and_write_nothing(db_path: Path) -> N
         ):
             with pytest.raises(hlmem.InputError):
                 await mem.correct(claim_id, words)
-        clock._now = at(3)
+        clock.set(at(3))
         await mem.correct(current.id, "深圳")
         await mem.drain(timeout_s=30)
         with pytest.raises(hlmem.InputError, match="superseded"):

@@ -32,7 +32,7 @@ def at(day: int) -> datetime:
 
 
 async def say(mem: Memory, clock: ManualClock, when: datetime, session: str, line: str) -> str:
-    clock._now = when
+    clock.set(when)
     event_id = await mem.add_event(session, line, event_id=f"{session}-{when.day}")
     await mem.end_session(session)
     await mem.drain(timeout_s=30)

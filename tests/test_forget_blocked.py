@@ -48,17 +48,17 @@ def at(day: int) -> datetime:
 async def told_then_forgotten(mem: Memory, clock: ManualClock, lang: str) -> str:
     """The fact said on day 1 (event "cat-1") beside another, forgotten by query on day 3;
     the forgotten claim's id."""
-    clock._now = at(1)
+    clock.set(at(1))
     await mem.add_event("s", FACT[lang][0], event_id="cat-1")
     await mem.add_event("t", OTHER[lang], event_id="other-1")
     await mem.end_session("s")
     await mem.end_session("t")
     await mem.drain(timeout_s=30)
     (cat,) = [c for c in await mem.claims() if c.predicate == "note"]
-    clock._now = at(3)
+    clock.set(at(3))
     done = await mem.forget(claim_id=cat.id)
     assert done.event_ids == ("cat-1",)
-    clock._now = at(5)
+    clock.set(at(5))
     return cat.id
 
 

@@ -21,7 +21,7 @@ from hlmem.index import (
     fts_search,
     fts_search_sync,
 )
-from hlmem.lang import index_text, load_user_dictionary, query_terms
+from hlmem.lang import default_lexicon, index_text, load_user_dictionary, query_terms
 from hlmem.store import Store, SyncReader
 
 pytestmark = pytest.mark.anyio
@@ -271,9 +271,9 @@ async def test_backfill_indexes_items_stored_before_the_index(store: Store) -> N
         await tx.execute("insert_event", (*event, "interactive", "{}"))
         await tx.execute("insert_pending_claim", claim)
     assert await ids(store, "北京") == []
-    assert await fts_backfill(store, batch_size=1) == 2
+    assert await fts_backfill(store, lexicon=default_lexicon(), batch_size=1) == 2
     assert sorted(await ids(store, "北京")) == ["c1", "ev1"]
-    assert await fts_backfill(store) == 0
+    assert await fts_backfill(store, lexicon=default_lexicon()) == 0
 
 
 async def test_a_user_word_is_found_whole_and_by_its_parts(store: Store, tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from helpers import fast_config, rows
 
 import hlmem
 from hlmem.index import FTS_DELETE, fts_backfill, fts_key
+from hlmem.lang import default_lexicon
 
 pytestmark = pytest.mark.anyio
 
@@ -57,7 +58,9 @@ async def test_backfilled_events_get_the_extractors_rows(db_path: Path, lang: st
         async with mem.store.transaction() as tx:
             await tx.executemany(FTS_DELETE, [fts_key("event", str(r[1])) for r in extracted])
         assert fts_rows(db_path, "event") == []
-        assert await fts_backfill(mem.store, batch_size=2) == len(extracted)
+        assert await fts_backfill(mem.store, lexicon=default_lexicon(), batch_size=2) == len(
+            extracted
+        )
         assert fts_rows(db_path, "event") == extracted
 
 
@@ -75,5 +78,7 @@ async def test_rederived_claims_get_the_dedup_rows(db_path: Path, lang: str, how
         if how == "maintenance":
             assert (await mem.maintain()).reindex.rewritten == len(stored)
         else:
-            assert await fts_backfill(mem.store, batch_size=1) == len(stored)
+            assert await fts_backfill(mem.store, lexicon=default_lexicon(), batch_size=1) == len(
+                stored
+            )
         assert fts_rows(db_path, "claim") == stored

@@ -576,7 +576,7 @@ async def test_the_api_key_never_leaks(
             except (ProviderRejected, ProviderUnavailable) as exc:
                 errors.append(exc)
         await gw.chat(stage="s", provider=PROVIDER, request=chat_request())
-        report = await ops_report(store, cfg, since=timedelta(days=1))
+        report = await ops_report(store, cfg, since=timedelta(days=1), clock=SystemClock())
     assert [type(e).__name__ for e in errors] == ["ProviderRejected", "ProviderUnavailable"]
     assert all(s.authorization == f"Bearer {SECRET}" for s in server.seen)  # it was sent
     for error in errors:

@@ -93,8 +93,8 @@ async def test_the_report_summarises_calls_queue_and_cost_per_event_and_claim(
         # the ledger is the gateway's; an old call (10 days ago) falls outside a 24 h window
         await fill(server, mem.store, cfg, ManualClock(now - timedelta(days=10)))
         await fill(server, mem.store, cfg, ManualClock(now))
-        report = await ops_report(mem.store, cfg, since=parse_since("24h"))
-        month = await ops_report(mem.store, cfg, since=parse_since("30d"))
+        report = await ops_report(mem.store, cfg, since=parse_since("24h"), clock=mem.clock)
+        month = await ops_report(mem.store, cfg, since=parse_since("30d"), clock=mem.clock)
 
     total = report.total
     assert (total.calls, total.ok, total.errors, total.refused) == (6, 5, 1, 0)
@@ -138,7 +138,7 @@ async def test_queue_health_counts_statuses_and_the_oldest_unfinished_job(
 ) -> None:
     async with hlmem.open(db_path, config=Config(), pipeline="external") as mem:
         await mem.add_event("s1", "hello")
-        report = await ops_report(mem.store, Config(), since=timedelta(hours=1))
+        report = await ops_report(mem.store, Config(), since=timedelta(hours=1), clock=mem.clock)
     [windower] = report.queue
     assert (windower.stage, windower.todo) == ("windower", 1)
     assert windower.oldest_unfinished_age_s is not None and windower.oldest_unfinished_age_s >= 0
@@ -196,7 +196,7 @@ async def test_the_ledger_holds_what_the_provider_counted_and_marks_estimates(
                 await mem.add_event(f"s{i}", text)
             await mem.flush()
             await mem.drain(timeout_s=120)
-            report = await ops_report(mem.store, cfg, since=timedelta(days=1))
+            report = await ops_report(mem.store, cfg, since=timedelta(days=1), clock=mem.clock)
         stats = sim.stats()
     t = report.total
     assert stats.bad_json_injected > 0

@@ -48,7 +48,7 @@ def at(month: int, day: int, hour: int = 9) -> datetime:
 
 
 async def say(mem: Memory, clock: ManualClock, when: datetime, session: str, *lines: str) -> None:
-    clock._now = when
+    clock.set(when)
     for i, line in enumerate(lines):
         await mem.add_event(session, line, event_id=f"{session}-{i}")
     await mem.end_session(session)

@@ -32,7 +32,7 @@ def at(year: int, month: int, day: int) -> datetime:
 
 
 async def say(mem: Memory, clock: ManualClock, when: datetime, *lines: str, ns: str = "") -> None:
-    clock._now = when
+    clock.set(when)
     session = f"s-{when.isoformat()}-{ns}"
     for line in lines:
         await mem.add_event(session, line, namespace=ns or None)

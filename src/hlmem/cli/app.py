@@ -51,14 +51,14 @@ from hlmem.cli.common import (
     need_db,
     out,
 )
-from hlmem.clock import wall
+from hlmem.clock import SystemClock, wall
 from hlmem.config import Config, load_config
 from hlmem.errors import ForgottenFact, HlmemError
 from hlmem.gateway import WorkSummary, unfinished_work
 from hlmem.lang import langdata
 from hlmem.memory import Memory
 from hlmem.memory import open as open_memory
-from hlmem.messages import Claim
+from hlmem.messages import Claim, JobKind
 from hlmem.pipeline import FORCE_AFTER, stop_signals
 from hlmem.store import Store
 
@@ -331,7 +331,7 @@ async def cmd_ops(args: argparse.Namespace, cfg: Config) -> int:
     since = parse_since(args.since)
     store = await Store.open(need_db(args), cfg.store, create=False)
     try:
-        report = await ops_report(store, cfg, since=since)
+        report = await ops_report(store, cfg, since=since, clock=SystemClock())
     finally:
         await store.close()
     out(args, report.model_dump(mode="json"), render(report))
@@ -427,13 +427,13 @@ def build_parser() -> argparse.ArgumentParser:
     jl.add_argument(
         "--status", choices=["todo", "doing", "done", "failed", "parked"], help="only this status"
     )
-    jl.add_argument("--kind", help="only this stage (windower, extractor)")
+    jl.add_argument("--kind", choices=list(JobKind), help="only this stage")
     jl.add_argument("--limit", type=int, default=50, help="most rows shown")
     jl.add_argument("--json", action="store_true", help="machine-readable output")
     jr = jobs.add_parser(
         "retry", help="put failed and parked jobs back to todo", formatter_class=fmt
     )
-    jr.add_argument("--kind", help="only this stage")
+    jr.add_argument("--kind", choices=list(JobKind), help="only this stage")
     jr.add_argument("--id", type=int, help="only this job")
     jr.add_argument("--json", action="store_true", help="machine-readable output")
     jp = jobs.add_parser("purge", help="delete old done jobs", formatter_class=fmt)

@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from hlmem.clock import Clock, SystemClock, iso, wall
+from hlmem.clock import Clock, iso, wall
 from hlmem.config import Config
 from hlmem.errors import InputError
 from hlmem.gateway.budget import Budget
@@ -208,8 +208,9 @@ async def _queue(store: Store) -> list[QueueHealth]:
     ]
 
 
-async def _budget_lines(cfg: Config, store: Store, now: datetime) -> list[BudgetLine]:
-    budget = Budget(cfg, store, SystemClock(), owner="")
+async def _budget_lines(cfg: Config, store: Store, clock: Clock) -> list[BudgetLine]:
+    now = clock.now()
+    budget = Budget(cfg, store, clock, owner="")
     limits = budget.limits(None, now)
     rows = await store.fetchall(
         "budget_usage_periods", (json.dumps(sorted({lim.period for lim in limits})),)
@@ -227,11 +228,9 @@ async def _budget_lines(cfg: Config, store: Store, now: datetime) -> list[Budget
     ]
 
 
-async def ops_report(
-    store: Store, cfg: Config, *, since: timedelta, clock: Clock | None = None
-) -> OpsReport:
+async def ops_report(store: Store, cfg: Config, *, since: timedelta, clock: Clock) -> OpsReport:
     """Summarise the ledger, the queue and the budget over the last ``since``."""
-    now = (clock or SystemClock()).now()
+    now = clock.now()
     start = now - since
     rows = await store.fetchall("ledger_since", (iso(start),))
     groups: dict[tuple[str, str, str], list[Any]] = defaultdict(list)
@@ -251,7 +250,7 @@ async def ops_report(
         claims=claims,
         cost_per_event=total.cost / events if events else None,
         cost_per_claim=total.cost / claims if claims else None,
-        budget=await _budget_lines(cfg, store, now),
+        budget=await _budget_lines(cfg, store, clock),
         outages=[
             OutageLine(
                 provider=r["provider"] or ALL,

@@ -22,7 +22,6 @@ import anyio
 from hlmem.errors import InputError
 from hlmem.lang import (
     Lexicon,
-    default_lexicon,
     event_body,
     han_grams,
     index_text,
@@ -425,12 +424,10 @@ async def match_ids(
     )
 
 
-async def fts_backfill(
-    store: Store, *, batch_size: int = 500, lexicon: Lexicon | None = None
-) -> int:
+async def fts_backfill(store: Store, *, lexicon: Lexicon, batch_size: int = 500) -> int:
     """Index every claim (not forgotten) and event that has no full-text row yet; return how
     many rows were written. Rows are the ones the pipeline writes: a claim's search text with
-    its value and its slot's names from ``lexicon`` (the built-in one by default), an event's
+    its value and its slot's names from ``lexicon``, an event's
     :func:`~hlmem.lang.event_terms.event_body`.
 
     For a database that had items before migration 0004 (SQL cannot segment Chinese, so the
@@ -439,7 +436,6 @@ async def fts_backfill(
 
     :raises StoreError: a read or write failed.
     """
-    lexicon = lexicon or default_lexicon()
     written = 0
     for kind, query in _BACKFILL_QUERIES.items():
         after = 0
