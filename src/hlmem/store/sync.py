@@ -192,7 +192,7 @@ def connect_sync(
     try:
         conn.row_factory = module.Row
         conn.execute(f"PRAGMA busy_timeout = {int(cfg.busy_timeout_ms)}")
-        if not create and not conn.execute(QUERIES["backup_is_hlmem"]).fetchone()[0]:
+        if not create and not conn.execute(QUERIES["backup_is_hlmem"]).fetchone()["present"]:
             raise StoreError(f"{path} is not an hlmem database (create one with `hlmem init`)")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
