@@ -190,7 +190,8 @@ SELECT count(*) FROM sessions;
 
 -- name: admission_counts
 -- Admission decisions by level (event: provenance; claim: the gate) and outcome.
-SELECT CASE WHEN claim_key IS NULL THEN 'event' ELSE 'claim' END, decision, count(*)
+SELECT CASE WHEN claim_key IS NULL THEN 'event' ELSE 'claim' END AS level, decision,
+       count(*) AS n
 FROM admission_decisions GROUP BY 1, 2;
 
 -- name: claim_counts

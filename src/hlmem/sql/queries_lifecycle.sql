@@ -130,7 +130,7 @@ WHERE namespace = ? AND session_id = ?
                   WHERE e.namespace = sessions.namespace AND e.session_id = sessions.session_id);
 
 -- name: forget_tombstone_counts
-SELECT kind, count(*), coalesce(sum(blocked), 0) FROM tombstones GROUP BY kind;
+SELECT kind, count(*) AS n, coalesce(sum(blocked), 0) AS blocked FROM tombstones GROUP BY kind;
 
 -- name: forget_tombstone_of
 SELECT kind, created_at, reason FROM tombstones WHERE kind = ? AND key = ?;
