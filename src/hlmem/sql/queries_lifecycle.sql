@@ -35,7 +35,7 @@ WHERE event_id IN (SELECT value FROM json_each(:events))
 -- Events of :events that unfinished pipeline work still reads: a windower, admission or dedup
 -- job not done (other than :exclude_jobs, the caller's own) naming the event, or a window of
 -- the event that is open or not yet extracted. Their claims may not exist yet.
-SELECT e.value FROM json_each(:events) e
+SELECT e.value AS event_id FROM json_each(:events) e
 WHERE EXISTS (SELECT 1 FROM jobs j
               WHERE j.status IN ('todo', 'doing', 'failed', 'parked')
                 AND j.kind IN ('windower', 'admission', 'dedup')
@@ -59,15 +59,17 @@ WHERE claim_id IN (SELECT value FROM json_each(?));
 SELECT
     (SELECT count(*) FROM vectors
      WHERE (owner_kind = 'claim' AND owner_id IN (SELECT value FROM json_each(:claims)))
-        OR (owner_kind = 'event' AND owner_id IN (SELECT value FROM json_each(:events)))),
+        OR (owner_kind = 'event' AND owner_id IN (SELECT value FROM json_each(:events))))
+        AS vectors,
     (SELECT count(*) FROM recall_docs
      WHERE (kind = 'claim' AND item_id IN (SELECT value FROM json_each(:claims)))
-        OR (kind = 'event' AND item_id IN (SELECT value FROM json_each(:events)))),
+        OR (kind = 'event' AND item_id IN (SELECT value FROM json_each(:events))))
+        AS fts_rows,
     (SELECT count(*) FROM evidence
      WHERE claim_id IN (SELECT value FROM json_each(:claims))
-        OR event_id IN (SELECT value FROM json_each(:events))),
+        OR event_id IN (SELECT value FROM json_each(:events))) AS evidence_links,
     (SELECT count(DISTINCT observation_id) FROM observation_sources
-     WHERE claim_id IN (SELECT value FROM json_each(:claims)));
+     WHERE claim_id IN (SELECT value FROM json_each(:claims))) AS observations_invalidated;
 
 -- name: insert_tombstone
 INSERT OR IGNORE INTO tombstones (kind, key, namespace, reason, created_at)

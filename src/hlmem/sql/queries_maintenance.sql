@@ -6,7 +6,8 @@
 
 -- name: lifecycle_activation_rows
 -- The stored activation of the given claims and when it was evaluated (never: when stored).
-SELECT id, activation, coalesce(activation_at, created_at, recorded_at), scope, importance
+SELECT id, activation, coalesce(activation_at, created_at, recorded_at) AS since, scope,
+       importance
 FROM claims
 WHERE id IN (SELECT value FROM json_each(?)) AND status != 'forgotten';
 
