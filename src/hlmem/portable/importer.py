@@ -458,9 +458,9 @@ class Importer:
             pairs += [["claim", d.target]] if d.target else []
             events |= {e.event_id for e in r.evidence}
         hits = {(h["kind"], h["key"]) for h in tx.fetchall("tombstoned_any", (json.dumps(pairs),))}
-        seen = json.dumps(sorted(events))
-        gone = {h["key"] for h in tx.fetchall("import_event_tombstoned", (seen,))}
-        present = {h["id"] for h in tx.fetchall("existing_event_ids", (seen,))}
+        event_ids = json.dumps(sorted(events))
+        gone = {h["key"] for h in tx.fetchall("import_event_tombstoned", (event_ids,))}
+        present = {h["id"] for h in tx.fetchall("existing_event_ids", (event_ids,))}
         claims, evidence, merges, entities, links, fts = [], [], [], [], [], []
         for d in decisions:
             r = d.record

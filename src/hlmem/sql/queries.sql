@@ -433,7 +433,7 @@ WHERE c.id IN (SELECT value FROM json_each(?))
 -- name: events_to_embed
 -- The texts (their first :max_chars characters) and namespaces of the given events that lack
 -- a vector of this model and version.
-SELECT e.id, substr(e.content, 1, :max_chars), e.namespace FROM events e
+SELECT e.id, substr(e.content, 1, :max_chars) AS text, e.namespace FROM events e
 WHERE e.id IN (SELECT value FROM json_each(:ids))
   AND NOT EXISTS (SELECT 1 FROM vectors v
                   WHERE v.owner_kind = 'event' AND v.owner_id = e.id
@@ -441,7 +441,7 @@ WHERE e.id IN (SELECT value FROM json_each(:ids))
 
 -- name: events_lacking_vectors
 -- Events a window has indexed (so they are recallable) without a vector of this model.
-SELECT e.id, substr(e.content, 1, :max_chars), e.namespace FROM events e
+SELECT e.id, substr(e.content, 1, :max_chars) AS text, e.namespace FROM events e
 WHERE EXISTS (SELECT 1 FROM recall_docs d WHERE d.kind = 'event' AND d.item_id = e.id)
   AND NOT EXISTS (SELECT 1 FROM vectors v
                   WHERE v.owner_kind = 'event' AND v.owner_id = e.id

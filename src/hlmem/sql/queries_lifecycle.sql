@@ -234,7 +234,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?);
 
 -- name: correction_target
 -- The claim a user correction replaces, named in its event's metadata by hlmem.lifecycle.correct.
-SELECT json_extract(e.metadata, '$.correct.claim_id')
+SELECT json_extract(e.metadata, '$.correct.claim_id') AS claim_id
 FROM evidence ev JOIN events e ON e.id = ev.event_id
 WHERE ev.claim_id = ? AND json_extract(e.metadata, '$.correct.claim_id') IS NOT NULL
 LIMIT 1;
