@@ -35,7 +35,7 @@ INSERT OR IGNORE INTO jobs (kind, payload, size, priority, run_after, dedup_key,
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: count_backlog
-SELECT coalesce(sum(size), 0) FROM jobs WHERE status IN ('todo', 'doing');
+SELECT coalesce(sum(size), 0) AS backlog FROM jobs WHERE status IN ('todo', 'doing');
 
 -- name: count_backlog_kind
 SELECT coalesce(sum(size), 0) FROM jobs WHERE kind = ? AND status IN ('todo', 'doing');

@@ -142,7 +142,8 @@ SELECT kind, created_at, reason FROM tombstones WHERE kind = ? AND key = ?;
 -- tombstone that drops it on arrival (the tests of trigger events_drop_forgotten, 0006): the
 -- forget that stopped it, not the event tombstone the trigger adds. (event id, kind, created_at,
 -- reason); events no tombstone drops are not listed.
-SELECT json_extract(j.value, '$[0]'), t.kind, t.created_at, t.reason, min(t.id)
+SELECT json_extract(j.value, '$[0]') AS event_id, t.kind, t.created_at, t.reason,
+       min(t.id) AS tombstone_id
 FROM json_each(?) j
 JOIN tombstones t
   ON (t.kind = 'event' AND t.key = json_extract(j.value, '$[0]'))
