@@ -468,11 +468,11 @@ async def _similarities(
         {"items": json.dumps(keys), "model": embedder.model_id, "version": embedder.model_version},
     )
     out: dict[tuple[str, str], float] = {}
-    for kind, owner, blob in found:
-        v = np.frombuffer(blob, dtype=np.float32)
+    for r in found:
+        v = np.frombuffer(r["vector"], dtype=np.float32)
         norm = float(np.linalg.norm(v) * np.linalg.norm(q))
         if v.shape == q.shape and norm > 0:
-            out[(kind, owner)] = float(v @ q) / norm
+            out[(r["owner_kind"], r["owner_id"])] = float(v @ q) / norm
     return out
 
 

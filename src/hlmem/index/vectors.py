@@ -427,7 +427,9 @@ class VectorIndex:
         else:
             params["allow"] = json.dumps(sorted(set(allow)))
             found = await store.fetchall("vector_search_vec_allow", params)
-        return [VectorHit(kind, owner_id, 1.0 - float(dist)) for kind, owner_id, dist in found]
+        return [
+            VectorHit(r["owner_kind"], r["owner_id"], 1.0 - float(r["distance"])) for r in found
+        ]
 
     @staticmethod
     def _require_vec(store: Store) -> None:

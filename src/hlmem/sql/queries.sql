@@ -12,8 +12,9 @@ SELECT 1 FROM events WHERE id >= 'jl_' AND id < 'jl`' LIMIT 1;
 
 -- name: line_event_ids
 -- Per prefix jl_<line hash>_ of the JSON array, the first event whose id starts with it.
-SELECT p.value, (SELECT e.id FROM events AS e WHERE e.id >= p.value AND e.id < p.value || '~'
-                 ORDER BY e.id LIMIT 1)
+SELECT p.value AS prefix,
+       (SELECT e.id FROM events AS e WHERE e.id >= p.value AND e.id < p.value || '~'
+        ORDER BY e.id LIMIT 1) AS event_id
 FROM json_each(?) AS p;
 
 -- name: insert_event

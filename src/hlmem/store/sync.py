@@ -209,7 +209,7 @@ def connect_sync(
             conn.enable_load_extension(True)
             sqlite_vec.load(conn)
             conn.enable_load_extension(False)
-            vec_version = conn.execute("SELECT vec_version()").fetchone()[0]
+            vec_version = conn.execute("SELECT vec_version() AS version").fetchone()["version"]
         except Exception as exc:  # extension missing or not loadable: numpy fallback
             log.info("sqlite-vec not loaded: %s", exc, extra={"action": "vec_unavailable"})
     return conn, vec_version
