@@ -281,19 +281,19 @@ class Maintenance(Stage[_Prepared]):
         losers: set[str] = set()
         merges: list[_Merge] = []
         for r in window:
-            claim_id = r["id"]
+            claim_id, rowid, chash = r["id"], r["rowid"], r["content_hash"]
             if claim_id in losers:
                 continue
             best: tuple[float, str, str] | None = None
             compared = 0
             for e in elders[(r["namespace"], r["slot_key"])]:
                 e_id = e["id"]
-                if e["rowid"] >= r["rowid"] or e_id in losers:
+                if e["rowid"] >= rowid or e_id in losers:
                     continue
                 if compared >= self.dedup_cfg.candidates_max:
                     break
                 compared += 1
-                if e["content_hash"] == r["content_hash"]:
+                if e["content_hash"] == chash:
                     best = (1.0, e_id, _EXACT)
                     break
                 same, sim, _ = atoms.same_fact(
