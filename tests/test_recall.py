@@ -21,7 +21,16 @@ from hlmem.index import fts_search
 from hlmem.lang import content_hash, normalize
 from hlmem.memory import Memory
 from hlmem.messages import OriginClass, RecallResult
-from hlmem.recall import first_claims, fold_keys, fold_order, name_candidates
+from hlmem.recall import (
+    CandidateClaim,
+    CandidateEvent,
+    EvidenceLink,
+    Scored,
+    first_claims,
+    fold_keys,
+    fold_order,
+    name_candidates,
+)
 from hlmem.recall import understanding as query_mod
 
 pytestmark = pytest.mark.anyio
@@ -390,7 +399,7 @@ async def test_packet_budget_activation_and_feedback(db_path: Path) -> None:
 
 
 def _reference_fold(
-    scored: list[tuple[float, bool, str, Any]], evidence: dict[str, list[Any]], k: int
+    scored: list[Scored], evidence: dict[str, list[EvidenceLink]], k: int
 ) -> list[tuple[str, tuple[str, ...]]]:
     """The fold as first written: every candidate folded, then the first k kept (an event
     is dropped after a claim shown that rests on it, and folds into an event that said the
@@ -402,15 +411,15 @@ def _reference_fold(
         if is_event and item_id in shown:
             continue
         if is_event:
-            key: tuple[Any, ...] = ("said", normalize(r[3]))  # as the hash recall uses
+            key: tuple[Any, ...] = ("said", normalize(r.content))  # as the hash recall uses
         else:
-            key = (normalize(r[2]), r[3], normalize(r[4]), r[8], r[6])
+            key = (normalize(r.subject), r.predicate, normalize(r.value), r.polarity, r.status)
         if key in seen:
             out[seen[key]][1].append(item_id)
             continue
         seen[key] = len(out)
         if not is_event and len(out) < k:  # a claim shown: the events it rests on are not
-            shown.update(e[1] for e in evidence.get(item_id, ()))
+            shown.update(e.event_id for e in evidence.get(item_id, ()))
         out.append((item_id, []))
     return [(i, tuple(f)) for i, f in out[:k]]
 
@@ -418,30 +427,34 @@ def _reference_fold(
 def test_fold_of_the_first_k_equals_folding_everything() -> None:
     rng = random.Random(5)
     for _ in range(300):
-        scored: list[tuple[float, bool, str, Any]] = []
-        evidence: dict[str, list[Any]] = {}
+        scored: list[Scored] = []
+        evidence: dict[str, list[EvidenceLink]] = {}
         events = [f"e{i}" for i in range(15)]
         for event_id in rng.sample(events, rng.randint(0, 15)):
             said = rng.choice(
                 ["我住在上海", "我住在上海。", "I live in Shanghai.", "i live in  shanghai."]
             )
-            row = (event_id, "s", "user", said, "", "", "", "", content_hash(said))
-            scored.append((rng.random(), True, event_id, row))
+            row = CandidateEvent(event_id, "s", "user", said, "", "", "", "", content_hash(said))
+            scored.append(Scored(rng.random(), True, event_id, row))
         for i in range(rng.randint(0, 45)):
-            row: list[Any] = [None] * 9
-            row[2] = rng.choice(["user", "User", " user", "Alice"])
-            row[3] = rng.choice(["likes", "note"])
-            row[4] = rng.choice(["tea", "Tea", "coffee", "db-prod-2 "])
-            row[6] = rng.choice(["active", "superseded"])
-            row[8] = rng.choice([1, -1])
-            scored.append((rng.random(), False, f"c{i}", tuple(row)))
-            evidence[f"c{i}"] = [(f"c{i}", e) for e in rng.sample(events, 2)]
-        scored.sort(key=lambda s: (-s[0], s[1], s[2]))
+            claim = CandidateClaim._make([None] * len(CandidateClaim._fields))._replace(
+                subject=rng.choice(["user", "User", " user", "Alice"]),
+                predicate=rng.choice(["likes", "note"]),
+                value=rng.choice(["tea", "Tea", "coffee", "db-prod-2 "]),
+                status=rng.choice(["active", "superseded"]),
+                polarity=rng.choice([1, -1]),
+            )
+            scored.append(Scored(rng.random(), False, f"c{i}", claim))
+            evidence[f"c{i}"] = [
+                EvidenceLink(f"c{i}", e, None, None, None, n, 0)
+                for n, e in enumerate(rng.sample(events, 2))
+            ]
+        scored.sort(key=lambda s: (-s.score, s.is_event, s.id))
         k = rng.randint(1, 12)
         keys = fold_keys(scored)
         shown = set(first_claims(scored, keys, k))
         fetched = {c: e for c, e in evidence.items() if c in shown}  # only what recall reads
-        got = [(entry[2], entry[4]) for entry in fold_order(scored, keys, fetched, k)]
+        got = [(entry.id, entry.folded) for entry in fold_order(scored, keys, fetched, k)]
         assert got == _reference_fold(scored, evidence, k)
 
 

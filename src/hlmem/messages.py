@@ -8,16 +8,23 @@ round-trips to the same message. All timestamps are timezone-aware UTC. hlmem cr
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 from hlmem.clock import iso, parse_iso, parse_iso_opt
 
 ID_MAX_CHARS = 200
+
+
+class NamedRow(Protocol):
+    """A result row of the store, read by column name: every connection's ``row_factory`` is
+    its SQLite module's ``Row`` (the stdlib's or sqlean's, both index by name)."""
+
+    def __getitem__(self, column: str, /) -> Any: ...
 
 
 class Role(StrEnum):
@@ -494,33 +501,33 @@ class Claim(_Frozen):
     @classmethod
     def from_row(
         cls,
-        r: Sequence[Any],
+        r: NamedRow,
         evidence: Iterable[EvidenceSpan] = (),
         shown: Callable[[str], str] = str,
     ) -> Claim:
-        """A claim from the first 18 columns the claim queries select (id, namespace, subject,
+        """A claim from a row of a claim query, read by column name (id, namespace, subject,
         predicate, value, text, status, language, importance, confidence, valid_from,
         valid_to, recorded_at, polarity, qualifiers, scope, retracted_at, superseded_by);
         ``shown`` is applied to the value and the text (redaction)."""
         return cls(
-            id=r[0],
-            namespace=r[1],
-            subject=r[2],
-            predicate=r[3],
-            value=shown(r[4]),
-            text=shown(r[5]),
-            status=ClaimStatus(r[6]),
-            language=r[7],
-            importance=r[8],
-            confidence=r[9],
-            valid_from=parse_iso_opt(r[10]),
-            valid_to=parse_iso_opt(r[11]),
-            recorded_at=parse_iso(r[12]),
-            polarity=r[13],
-            qualifiers=tuple(json.loads(r[14])),
-            scope=r[15],
-            retracted_at=parse_iso_opt(r[16]),
-            superseded_by=r[17],
+            id=r["id"],
+            namespace=r["namespace"],
+            subject=r["subject"],
+            predicate=r["predicate"],
+            value=shown(r["value"]),
+            text=shown(r["text"]),
+            status=ClaimStatus(r["status"]),
+            language=r["language"],
+            importance=r["importance"],
+            confidence=r["confidence"],
+            valid_from=parse_iso_opt(r["valid_from"]),
+            valid_to=parse_iso_opt(r["valid_to"]),
+            recorded_at=parse_iso(r["recorded_at"]),
+            polarity=r["polarity"],
+            qualifiers=tuple(json.loads(r["qualifiers"])),
+            scope=r["scope"],
+            retracted_at=parse_iso_opt(r["retracted_at"]),
+            superseded_by=r["superseded_by"],
             evidence=tuple(evidence),
         )
 

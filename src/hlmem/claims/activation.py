@@ -85,14 +85,21 @@ def boost_sync(
     updates = [
         (
             min(
-                current(cfg, activation=r[1], since=r[2], scope=r[3], importance=r[4], now=now)
-                + boost * times[r[0]],
+                current(
+                    cfg,
+                    activation=r["activation"],
+                    since=r["since"],
+                    scope=r["scope"],
+                    importance=r["importance"],
+                    now=now,
+                )
+                + boost * times[r["id"]],
                 cfg.activation_cap,
             ),
             at,
-            times[r[0]] if count_access else 0,
+            times[r["id"]] if count_access else 0,
             at,
-            r[0],
+            r["id"],
         )
         for r in found
     ]

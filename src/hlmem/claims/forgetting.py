@@ -180,7 +180,12 @@ async def blocked(store: Store, event_ids: Iterable[str]) -> dict[str, Blocked]:
     """The ids of ``event_ids`` that a forget stops, with when and why (``Memory.blocked``)."""
     ids = sorted(set(event_ids))
     found = await store.fetchall("forget_event_tombstones", (json.dumps(ids),)) if ids else []
-    return {r[0]: Blocked(event_id=r[0], forgotten_at=parse_iso(r[1]), reason=r[2]) for r in found}
+    return {
+        r["key"]: Blocked(
+            event_id=r["key"], forgotten_at=parse_iso(r["created_at"]), reason=r["reason"]
+        )
+        for r in found
+    }
 
 
 def blocked_reason(kind: str, at: str) -> str:
@@ -203,41 +208,41 @@ def carries_content(text: str) -> bool:
 def _find(tx: SyncTx, plan: ForgetPlan) -> _Found:
     named = set(plan.event_ids)
     if plan.session is not None:
-        named |= {r[0] for r in tx.fetchall("forget_session_events", plan.session)}
+        named |= {r["id"] for r in tx.fetchall("forget_session_events", plan.session)}
     seeds = set(plan.claim_ids)
-    seeds |= {r[0] for r in tx.fetchall("forget_claims_of_events", (_js(named),))}
+    seeds |= {r["claim_id"] for r in tx.fetchall("forget_claims_of_events", (_js(named),))}
     if plan.restated:
         pairs = json.dumps(sorted([ns, h] for ns, h in plan.restated), ensure_ascii=False)
-        seeds |= {r[0] for r in tx.fetchall("forget_claims_of_hashes", (pairs,))}
-    found = _Found(claims={r[0]: r for r in tx.fetchall("forget_claim_rows", (_js(seeds),))})
+        seeds |= {r["id"] for r in tx.fetchall("forget_claims_of_hashes", (pairs,))}
+    found = _Found(claims={r["id"]: r for r in tx.fetchall("forget_claim_rows", (_js(seeds),))})
     # A claim merged into a forgotten one and kept as a row (maintenance's dedup convergence
     # supersedes the newer of two equal claims) says the same thing: it goes too.
     for _ in range(_MERGE_DEPTH):
         found.merges = tx.fetchall("forget_merge_sources", (_js(found.claims),))
-        more = {r[1] for r in found.merges} - set(found.claims)
+        more = {r["source_key"] for r in found.merges} - set(found.claims)
         rows = tx.fetchall("forget_claim_rows", (_js(more),)) if more else []
         if not rows:
             break
-        found.claims.update((r[0], r) for r in rows)
+        found.claims.update((r["id"], r) for r in rows)
     ids = _js(found.claims)
-    evidence = {r[0] for r in tx.fetchall("forget_evidence_events", (ids,))}
+    evidence = {r["event_id"] for r in tx.fetchall("forget_evidence_events", (ids,))}
     others = evidence - named
     needed = {
-        r[0]
+        r["event_id"]
         for r in tx.fetchall("forget_events_still_needed", {"events": _js(others), "claims": ids})
     }
     busy = {
-        r[0]
+        r["event_id"]
         for r in tx.fetchall(
             "forget_events_in_flight",
             {"events": _js(others - needed), "exclude_jobs": _js(plan.exclude_jobs)},
         )
     }
     doomed = named | (others - needed - busy)
-    found.events = {r[0]: r for r in tx.fetchall("forget_event_rows", (_js(doomed),))}
+    found.events = {r["id"]: r for r in tx.fetchall("forget_event_rows", (_js(doomed),))}
     found.kept = sorted(evidence - set(found.events))
     found.facts = ((evidence | plan.fact_events) & set(found.events)) - {
-        e for e, r in found.events.items() if not carries_content(r[4])
+        e for e, r in found.events.items() if not carries_content(r["content"])
     }
     return found
 
@@ -246,19 +251,21 @@ def _tombstone_keys(plan: ForgetPlan, found: _Found) -> list[tuple[str, str, str
     """(kind, key, namespace) of every tombstone the forget writes."""
     keys: list[tuple[str, str, str]] = []
     for cid, r in found.claims.items():
-        keys += [("claim", cid, r[1]), ("slot", f"{r[1]}:{r[3]}", r[1])]
-    for claim_id, source_key, source_hash in found.merges:
-        ns = found.claims[claim_id][1]
-        keys.append(("claim", source_key, ns))
-        if source_hash:
-            keys.append(("slot", f"{ns}:{source_hash}", ns))
+        ns = r["namespace"]
+        keys += [("claim", cid, ns), ("slot", f"{ns}:{r['content_hash']}", ns)]
+    for m in found.merges:
+        ns = found.claims[m["claim_id"]]["namespace"]
+        keys.append(("claim", m["source_key"], ns))
+        if m["source_hash"]:
+            keys.append(("slot", f"{ns}:{m['source_hash']}", ns))
     ns = plan.namespace or ""
     keys += [("claim", k, ns) for k in sorted(plan.candidate_keys)]
     keys += [("slot", k, ns) for k in sorted(plan.slot_keys)]
     for eid, r in found.events.items():
-        keys.append(("event", eid, r[1]))
+        ns = r["namespace"]
+        keys.append(("event", eid, ns))
         if eid in found.facts:
-            keys.append(("content", f"{r[1]}:{r[3]}", r[1]))
+            keys.append(("content", f"{ns}:{r['content_hash']}", ns))
     if plan.session is not None:
         keys.append(("session", SESSION_SEP.join(plan.session), plan.session[0]))
     return list(dict.fromkeys(keys))
@@ -281,11 +288,11 @@ def apply_forget(tx: SyncTx, plan: ForgetPlan, now: str, *, dry_run: bool) -> Fo
         event_ids=tuple(sorted(found.events)),
         kept_event_ids=tuple(found.kept),
         tombstones=len(keys) - len(present),
-        vectors=counts[0],
-        fts_rows=counts[1],
-        evidence_links=counts[2],
-        observations_invalidated=counts[3],
-        claim_texts={c: redact(str(r[7])) for c, r in sorted(found.claims.items())},
+        vectors=counts["vectors"],
+        fts_rows=counts["fts_rows"],
+        evidence_links=counts["evidence_links"],
+        observations_invalidated=counts["observations_invalidated"],
+        claim_texts={c: redact(str(r["text"])) for c, r in sorted(found.claims.items())},
         query=plan.query,
         query_terms=plan.query_terms,
         recalled=plan.recalled,
@@ -309,13 +316,13 @@ def apply_forget(tx: SyncTx, plan: ForgetPlan, now: str, *, dry_run: bool) -> Fo
     owners = [("claim", c) for c in sorted(found.claims)] + [("event", e) for e in found.events]
     tx.executemany("vector_delete_owner", owners)
     tx.executemany("fts_delete", owners)
-    merged = {r[1] for r in found.merges} | set(plan.candidate_keys)
+    merged = {r["source_key"] for r in found.merges} | set(plan.candidate_keys)
     tx.execute(
         "forget_delete_decisions", {"keys": _js(set(found.claims) | merged), "events": events}
     )
     needles = [json.dumps(x, ensure_ascii=False) for x in (*found.claims, *merged, *found.events)]
     tx.execute("forget_delete_done_jobs", {"needles": json.dumps(needles, ensure_ascii=False)})
-    entities = [r[0] for r in tx.fetchall("forget_claim_entities", (claims,))]
+    entities = [r["entity_id"] for r in tx.fetchall("forget_claim_entities", (claims,))]
     tx.execute("forget_delete_claims", (claims,))
     tx.execute("forget_delete_orphan_entities", (_js(entities),))
     tx.execute("forget_delete_events", (events,))
@@ -326,7 +333,7 @@ def apply_forget(tx: SyncTx, plan: ForgetPlan, now: str, *, dry_run: bool) -> Fo
 
 def _starts(row: Any) -> str:
     """Where a claim starts on the valid-time axis (forget_claim_rows)."""
-    return str(row[5] or row[6])
+    return str(row["valid_from"] or row["recorded_at"])
 
 
 def _heal(tx: SyncTx, gone: dict[str, Any], *, reinstate: bool, now: str) -> list[str]:
@@ -334,33 +341,41 @@ def _heal(tx: SyncTx, gone: dict[str, Any], *, reinstate: bool, now: str) -> lis
     docstring); the claims believed again."""
     by_new: dict[str, list[Any]] = {}
     for p in tx.fetchall("forget_predecessors", (_js(gone),)):
-        if p[0] not in gone and p[3] == "superseded":
-            by_new.setdefault(p[1], []).append(p)
+        if p["old_claim_id"] not in gone and p["status"] == "superseded":
+            by_new.setdefault(p["new_claim_id"], []).append(p)
     reinstated: list[str] = []
     for forgotten, preds in sorted(by_new.items()):
         successor = _survivor(gone, forgotten)
         if successor is None and reinstate:
             # The newest predecessor was the belief this claim replaced; late arrivals it had
             # put into history stay there, now behind the restored one.
-            best = max(preds, key=lambda p: (p[4] or p[6], p[6], p[0]))
-            tx.execute("forget_reinstate", {"id": best[0], "cut": _starts(gone[forgotten])})
-            reinstated.append(best[0])
-            successor, preds = best[0], [p for p in preds if p is not best]
+            best = max(preds, key=_recency)
+            tx.execute(
+                "forget_reinstate", {"id": best["old_claim_id"], "cut": _starts(gone[forgotten])}
+            )
+            reinstated.append(best["old_claim_id"])
+            successor, preds = best["old_claim_id"], [p for p in preds if p is not best]
         if successor is None:
             continue
         for p in preds:
-            tx.execute("forget_relink", {"old": p[0], "new": successor})
-            tx.execute("insert_supersession", (p[0], successor, RELINK_REASON, now))
+            tx.execute("forget_relink", {"old": p["old_claim_id"], "new": successor})
+            tx.execute("insert_supersession", (p["old_claim_id"], successor, RELINK_REASON, now))
     return reinstated
+
+
+def _recency(p: Any) -> tuple[str, str, str]:
+    """How recent a predecessor (forget_predecessors) is: where it starts on the valid-time
+    axis, then when it was recorded, then its id (a tie-break)."""
+    return (p["valid_from"] or p["recorded_at"], p["recorded_at"], p["old_claim_id"])
 
 
 def _survivor(gone: dict[str, Any], claim_id: str) -> str | None:
     """The nearest successor of ``claim_id`` that is not being forgotten, if any."""
     seen = {claim_id}
-    nxt = gone[claim_id][4]
+    nxt = gone[claim_id]["superseded_by"]
     while nxt is not None and nxt in gone and nxt not in seen:
         seen.add(nxt)
-        nxt = gone[nxt][4]
+        nxt = gone[nxt]["superseded_by"]
     return None if nxt is None or nxt in gone else str(nxt)
 
 
@@ -383,11 +398,11 @@ async def plan_for(
     """
     if claim_id is not None:
         rows = await store.fetchall("forget_claim_rows", (json.dumps([claim_id]),))
-        ns = rows[0][1] if rows else None
+        ns = rows[0]["namespace"] if rows else None
         kind, key, what = "claim", claim_id, f"claim {claim_id!r}"
     elif event_id is not None:
         rows = await store.fetchall("forget_event_rows", (json.dumps([event_id]),))
-        ns = rows[0][1] if rows else None
+        ns = rows[0]["namespace"] if rows else None
         kind, key, what = "event", event_id, f"event {event_id!r}"
     else:
         assert session_id is not None
@@ -453,11 +468,11 @@ async def _similarities(
         {"items": json.dumps(keys), "model": embedder.model_id, "version": embedder.model_version},
     )
     out: dict[tuple[str, str], float] = {}
-    for kind, owner, blob in found:
-        v = np.frombuffer(blob, dtype=np.float32)
+    for r in found:
+        v = np.frombuffer(r["vector"], dtype=np.float32)
         norm = float(np.linalg.norm(v) * np.linalg.norm(q))
         if v.shape == q.shape and norm > 0:
-            out[(kind, owner)] = float(v @ q) / norm
+            out[(r["owner_kind"], r["owner_id"])] = float(v @ q) / norm
     return out
 
 

@@ -40,6 +40,8 @@ from hlmem.store import Store, SyncTx
 
 #: the three walks, in the order a tick takes them
 WALKS = ("events", "claims", "jobs")
+#: the column each walk's cursor moves along
+_CURSOR = {"events": "seq", "claims": "rowid", "jobs": "id"}
 _PAYLOADS: dict[str, type[ClaimsProposed | ClaimsAdmitted]] = {
     "claims_proposed": ClaimsProposed,
     "claims_admitted": ClaimsAdmitted,
@@ -84,10 +86,10 @@ async def prepare(store: Store, limit: int) -> SecretScan:
     windows: dict[str, tuple[int, list[Any]]] = {}
     for walk in WALKS:
         found = await store.fetchall("maintenance_state_get", (state_name(walk),))
-        after = int(found[0][0]) if found else 0
+        after = int(found[0]["cursor"]) if found else 0
         rows = await store.fetchall(f"secrets_scan_{walk}", {"after": after, "limit": limit})
         windows[walk] = (after, rows)
-    claim_ids = json.dumps([r[1] for r in windows["claims"][1]])
+    claim_ids = json.dumps([r["id"] for r in windows["claims"][1]])
     quotes = await store.fetchall("secrets_scan_quotes", (claim_ids,))
     return await anyio.to_thread.run_sync(_scan, windows, quotes, limit)
 
@@ -96,7 +98,8 @@ def _scan(windows: dict[str, tuple[int, list[Any]]], quotes: list[Any], limit: i
     scan = SecretScan()
     for walk, (after, rows) in windows.items():
         scan.scanned += len(rows)
-        scan.cursors[walk] = (int(rows[-1][0]) if rows else after, len(rows) >= limit)
+        cursor = int(rows[-1][_CURSOR[walk]]) if rows else after
+        scan.cursors[walk] = (cursor, len(rows) >= limit)
         for row in rows:
             if walk == "events":
                 _event(scan, row)
@@ -104,15 +107,16 @@ def _scan(windows: dict[str, tuple[int, list[Any]]], quotes: list[Any], limit: i
                 _claim(scan, row)
             else:
                 _job(scan, row)
-    for claim_id, event_id, quote in quotes:
+    for q in quotes:
+        quote = q["quote"]
         shown = redact(quote)
         if shown != quote:
-            scan.quotes.append((shown, claim_id, event_id, quote))
+            scan.quotes.append((shown, q["claim_id"], q["event_id"], quote))
     return scan
 
 
 def _event(scan: SecretScan, row: Any) -> None:
-    _, event_id, content, body = row
+    event_id, content, body = row["id"], row["content"], row["body"]
     if not find_secrets(content):
         return
     scan.vectors.append(("event", event_id))
@@ -122,8 +126,9 @@ def _event(scan: SecretScan, row: Any) -> None:
 
 
 def _claim(scan: SecretScan, row: Any) -> None:
-    _, claim_id, subject, predicate, value, text, qualifiers = row
-    said = tuple(json.loads(qualifiers))
+    claim_id, subject, predicate = row["id"], row["subject"], row["predicate"]
+    value, text = row["value"], row["text"]
+    said = tuple(json.loads(row["qualifiers"]))
     if not claim_secret(subject, predicate, value, (text, *said)):
         return
     scan.vectors.append(("claim", claim_id))
@@ -144,7 +149,8 @@ def _claim(scan: SecretScan, row: Any) -> None:
 
 
 def _job(scan: SecretScan, row: Any) -> None:
-    job_id, payload, detail, last_error = row
+    job_id, payload = row["id"], row["payload"]
+    detail, last_error = row["detail"], row["last_error"]
     new_payload = _redacted_payload(payload)
     new_detail = redact(detail) if detail else detail
     new_error = redact(last_error) if last_error else last_error

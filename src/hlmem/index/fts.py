@@ -15,7 +15,7 @@ import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Literal, get_args
+from typing import Any, Literal, NamedTuple, get_args
 
 import anyio
 
@@ -39,11 +39,21 @@ KINDS: tuple[FtsKind, ...] = get_args(FtsKind)
 FTS_INSERT = "fts_insert"
 FTS_DELETE = "fts_delete"
 
-_BACKFILL_QUERIES: dict[FtsKind, str] = {
-    "claim": "fts_unindexed_claims",
-    "event": "fts_unindexed_events",
+#: per kind, the query of the items without a row, and the column its pages are keyed by
+_BACKFILL_QUERIES: dict[FtsKind, tuple[str, str]] = {
+    "claim": ("fts_unindexed_claims", "rowid"),
+    "event": ("fts_unindexed_events", "seq"),
 }
 FtsItem = tuple[FtsKind, str, str, str]  # kind, item_id, namespace, text
+
+
+class TermCount(NamedTuple):
+    """A row of ``fts_count_terms``: a phrase's position, its rows counted up to the cap, and
+    whether the count was taken in the namespace's rows only (``scoped``)."""
+
+    pos: int
+    n: int
+    scoped: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,10 +200,10 @@ class TermCounts:
 
     def counts(
         self, reader: SyncReader, params: dict[str, Any], phrases: Sequence[str]
-    ) -> list[tuple[int, int, int]]:
-        """``fts_count_terms``' rows (position, count, scoped) for ``phrases``, counting only
-        the phrases not remembered for this version of the index."""
-        (version,) = reader.fetchall("fts_version")[0]
+    ) -> list[TermCount]:
+        """``fts_count_terms``' rows for ``phrases``, counting only the phrases not remembered
+        for this version of the index."""
+        version = reader.fetchall("fts_version")[0]["block"]
         if version != self._version or len(self._counts) >= self.max_entries:
             self._counts.clear()
             self._version = version
@@ -204,18 +214,18 @@ class TermCounts:
         self.hits += len(distinct) - len(missing)
         if missing:
             rows = _count_terms(reader, params, missing)
-            for pos, n, scoped in rows:
-                self._counts[(namespace, missing[pos], cap)] = (n, scoped)
-        return [(i, *self._counts[(namespace, p, cap)]) for i, p in enumerate(phrases)]
+            for c in rows:
+                self._counts[(namespace, missing[c.pos], cap)] = (c.n, c.scoped)
+        return [TermCount(i, *self._counts[(namespace, p, cap)]) for i, p in enumerate(phrases)]
 
 
 def _count_terms(
     reader: SyncReader, params: dict[str, Any], phrases: Sequence[str]
-) -> list[tuple[int, int, int]]:
+) -> list[TermCount]:
     rows = reader.fetchall(
         "fts_count_terms", {**params, "terms": json.dumps(phrases, ensure_ascii=False)}
     )
-    return [(int(r[0]), int(r[1]), int(r[2])) for r in rows]
+    return [TermCount(int(r["key"]), int(r["n"]), int(r["scoped"])) for r in rows]
 
 
 def fts_search_sync(
@@ -270,7 +280,7 @@ def fts_search_sync(
     token = _namespace_match(namespace)
     params = {"token": token, "namespace": namespace, "cap": rank_rows + 1}
 
-    def count(phrases: list[str]) -> list[tuple[int, int, int]]:
+    def count(phrases: list[str]) -> list[TermCount]:
         if term_counts is None:
             return _count_terms(reader, params, phrases)
         return term_counts.counts(reader, params, phrases)
@@ -281,13 +291,13 @@ def fts_search_sync(
     if spaced:
         phrases = _phrases(terms, every, spaced)
         counts = count(phrases)
-    head = f"{token} AND body : (" if counts[0][2] else "body : ("
+    head = f"{token} AND body : (" if counts[0].scoped else "body : ("
     # Rarest first (ties in query order), while the running total stays under the cap.
     ranked, total, running = [], 0, 0
-    for pos, n, _ in sorted(counts, key=lambda c: (c[1], c[0])):
-        running += n
+    for c in sorted(counts, key=lambda c: (c.n, c.pos)):
+        running += c.n
         if running < rank_rows + 1:
-            ranked.append(pos)
+            ranked.append(c.pos)
             total = running
     scope = {"namespace": namespace, "kind": kind, "limit": limit}
     rows: list[Any] = []
@@ -297,10 +307,17 @@ def fts_search_sync(
         rows = _ranked_rows(reader, {**scope, "match": match, "allow": allowed}, limit, total)
     if len(ranked) < len(phrases) and allow is None and len(rows) < limit:
         match = head + " OR ".join(phrases) + ")"
-        newest = reader.fetch_packed("fts_newest", {**scope, "match": match})
-        newest.sort(key=lambda r: -r[2])
-        rows += [(r[0], r[1], 0.0) for r in newest]
+        newest = _newest(reader.fetch_packed("fts_newest", {**scope, "match": match}))
+        rows += [(kind, item_id, 0.0) for kind, item_id in newest]
     return fts_hits(rows, limit=limit)
+
+
+def _newest(packed: list[Any]) -> list[tuple[FtsKind, str]]:
+    """``(kind, item id)`` of packed ``[kind, item_id, rid]`` rows (``fts_newest``,
+    ``fts_match_ids``), the newest (highest rowid) first."""
+    by_rid = [(rid, kind, item_id) for kind, item_id, rid in packed]
+    by_rid.sort(reverse=True)  # rowids are unique: the order of the rows they name
+    return [(kind, item_id) for _, kind, item_id in by_rid]
 
 
 #: a ranked search of at least this many rows per item kept joins only its best rows first
@@ -308,7 +325,7 @@ JOIN_LATER_PER_ITEM = 4
 
 
 def _ranked_rows(reader: SyncReader, params: dict[str, Any], limit: int, rows: int) -> list[Any]:
-    """Tier 1's rows (kind, item id, rank), best first: those of ``fts_ranked`` for
+    """Tier 1's rows (kind, item_id, rank), best first: those of ``fts_ranked`` for
     ``params``, in its order. ``rows`` is how many rows the ranked terms match (at most).
 
     ``fts_ranked`` joins every matching row to ``recall_docs`` (its namespace, kind and id,
@@ -319,9 +336,11 @@ def _ranked_rows(reader: SyncReader, params: dict[str, Any], limit: int, rows: i
     if rows < JOIN_LATER_PER_ITEM * limit:
         return reader.fetchall("fts_ranked", params)
     top = reader.fetchall("fts_ranked_top", {"match": params["match"], "n": 2 * limit})
-    ids = json.dumps([r[0] for r in top])
-    docs = {r[0]: r for r in reader.fetchall("fts_docs", {**params, "ids": ids})}
-    found = [(docs[rid][1], docs[rid][2], rank) for rid, rank in top if rid in docs]
+    ids = json.dumps([t["rowid"] for t in top])
+    docs = {d["id"]: d for d in reader.fetchall("fts_docs", {**params, "ids": ids})}
+    found = [
+        (d["kind"], d["item_id"], t["rank"]) for t in top if (d := docs.get(t["rowid"])) is not None
+    ]
     if len(found) >= limit or len(top) < 2 * limit:
         return found[:limit]
     return reader.fetchall("fts_ranked", params)  # the best rows are mostly elsewhere
@@ -332,7 +351,7 @@ def _absent(
     namespace: str,
     terms: Sequence[str],
     phrases: Sequence[str],
-    counts: Sequence[tuple[int, int, int]],
+    counts: Sequence[TermCount],
     apart: Mapping[str, str],
     every: bool,
 ) -> dict[str, str]:
@@ -343,12 +362,12 @@ def _absent(
 
     def absent(pos: int, n: int, scoped: int) -> bool:
         here = {"match": f"body : ({phrases[pos]})", "namespace": namespace, "cap": n}
-        return not n or not (scoped or reader.fetchall("fts_held_here", here)[0][0])
+        return not n or not (scoped or reader.fetchall("fts_held_here", here)[0]["held"])
 
     if every:
         empty = list(terms) if absent(*counts[0]) else []
     else:
-        empty = [terms[c[0]] for c in counts if terms[c[0]] in apart and absent(*c)]
+        empty = [terms[c.pos] for c in counts if terms[c.pos] in apart and absent(*c)]
     return {term: apart[term] for term in empty if term in apart}
 
 
@@ -373,14 +392,14 @@ def _phrases(
 
 
 def fts_hits(rows: Sequence[Any], *, limit: int) -> list[FtsHit]:
-    """The hits of the rows of tier 1 (ranked) then tier 2 (newest): each item once, in that
-    order, at most ``limit``."""
+    """The hits of the rows ``(kind, item_id, rank)`` of tier 1 (ranked) then tier 2 (newest):
+    each item once, in that order, at most ``limit``."""
     hits: list[FtsHit] = []
     seen: set[tuple[str, str]] = set()
-    for row in rows:
-        if (row[0], row[1]) not in seen and len(hits) < limit:
-            seen.add((row[0], row[1]))
-            hits.append(FtsHit(row[0], row[1], len(hits) + 1, -float(row[2])))
+    for kind, item_id, rank in rows:
+        if (kind, item_id) not in seen and len(hits) < limit:
+            seen.add((kind, item_id))
+            hits.append(FtsHit(kind, item_id, len(hits) + 1, -float(rank)))
     return hits
 
 
@@ -406,8 +425,7 @@ def match_ids_sync(
     if not rows and spaced:  # a glued compound no item holds: its parts as a phrase
         match = _phrases(terms, True, spaced)[0]
         rows = reader.fetch_packed("fts_match_ids", {**params, "match": match})
-    rows.sort(key=lambda r: -r[2])
-    return [(r[0], r[1]) for r in rows]
+    return _newest(rows)
 
 
 async def match_ids(
@@ -437,13 +455,13 @@ async def fts_backfill(store: Store, *, lexicon: Lexicon, batch_size: int = 500)
     :raises StoreError: a read or write failed.
     """
     written = 0
-    for kind, query in _BACKFILL_QUERIES.items():
+    for kind, (query, key) in _BACKFILL_QUERIES.items():
         after = 0
         while True:
             found = await store.fetchall(query, {"after": after, "limit": batch_size})
             if not found:
                 break
-            after = int(found[-1][0])
+            after = int(found[-1][key])
             params = await anyio.to_thread.run_sync(_rows, kind, found, lexicon)
             async with store.transaction() as tx:
                 await tx.executemany(FTS_INSERT, params)
@@ -453,13 +471,15 @@ async def fts_backfill(store: Store, *, lexicon: Lexicon, batch_size: int = 500)
 
 def _rows(kind: FtsKind, found: list[Any], lexicon: Lexicon) -> list[tuple[str, str, str, str]]:
     if kind == "event":  # the body the extractor writes, so both index an event alike
-        return [(kind, row[1], row[2], event_body(row[3])) for row in found]
+        return [(kind, r["id"], r["namespace"], event_body(r["content"])) for r in found]
     return [  # the search text dedup writes for a new claim
         fts_row(
             kind,
-            row[1],
-            row[2],
-            claim_search_text(row[3], row[4], row[5], lexicon.search_words(row[5])),
+            r["id"],
+            r["namespace"],
+            claim_search_text(
+                r["text"], r["value"], r["predicate"], lexicon.search_words(r["predicate"])
+            ),
         )
-        for row in found
+        for r in found
     ]

@@ -176,9 +176,10 @@ class Rows:
     def reserve(self, sizes: Sequence[Any]) -> None:
         """Before a full load: partitions sized for ``vector_counts`` rows (namespace, kind,
         rows), so that loading copies nothing (doubling would hold up to twice the vectors)."""
-        for namespace, kind, rows in sizes:
-            part = self.parts[self._part(namespace, KIND_CODE[kind])]
-            part.capacity(int(rows) + int(rows) // 16 + _INITIAL_ROWS)
+        for size in sizes:
+            part = self.parts[self._part(size["namespace"], KIND_CODE[size["owner_kind"]])]
+            rows = int(size["n"])
+            part.capacity(rows + rows // 16 + _INITIAL_ROWS)
 
     def fit(self) -> None:
         """After a full load: trim partitions that kept much more room than they use."""
@@ -200,41 +201,42 @@ class Rows:
         on owner and model). Vectors are written in bulk per partition."""
         appends: dict[int, list[Any]] = {}
         for r in rows:
-            code = KIND_CODE[r[1]]
-            where = self.where[code].get(r[2])
-            if r[4] is None:
+            code, owner = KIND_CODE[r["owner_kind"]], r["owner_id"]
+            where = self.where[code].get(owner)
+            if r["vector"] is None:
                 if where is not None:
-                    self._remove(code, r[2], where)
+                    self._remove(code, owner, where)
                 continue
-            number = self._part(r[3], code)
+            number = self._part(r["namespace"], code)
             if where is not None:
                 if where >> _ROW_BITS == number:
                     self._write(self.parts[number], [where & _ROW_MASK], [r])
                     continue
-                self._remove(code, r[2], where)
+                self._remove(code, owner, where)
             appends.setdefault(number, []).append(r)
         for number, new in appends.items():
             part = self.parts[number]
             start = part.n
             part.grow(len(new))
             part.n += len(new)
-            part.ids.extend(r[2] for r in new)
+            owners = [r["owner_id"] for r in new]
+            part.ids.extend(owners)
             self._write(part, range(start, start + len(new)), new)
             where_map = self.where[part.kind]
             base = number << _ROW_BITS
-            for row, r in enumerate(new, start):
-                where_map[r[2]] = base | row
-            self._id_bytes += sum(sys.getsizeof(r[2]) for r in new)
+            for row, owner in enumerate(owners, start):
+                where_map[owner] = base | row
+            self._id_bytes += sum(sys.getsizeof(owner) for owner in owners)
         return len(rows)
 
     def _write(self, part: Partition, at: Sequence[int], rows: Sequence[Any]) -> None:
-        block = np.frombuffer(b"".join(r[4] for r in rows), dtype=np.float32)
+        block = np.frombuffer(b"".join(r["vector"] for r in rows), dtype=np.float32)
         block = block.reshape(len(rows), self.dim)
         norms = np.sqrt(np.einsum("ij,ij->i", block, block))[:, None]
         target = slice(at[0], at[0] + len(at)) if isinstance(at, range) else list(at)
         block = np.divide(block, norms, out=np.zeros_like(block), where=norms > 0)
         part.cols[:, target] = block.T
-        part.seqs[target] = [r[0] for r in rows]
+        part.seqs[target] = [r["seq"] for r in rows]
         if self.projection is not None:
             part.codes[:, target] = self.simhash(block).T
 

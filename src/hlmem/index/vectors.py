@@ -49,7 +49,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any, Literal
 
@@ -73,6 +73,7 @@ from hlmem.index.vector_rows import (
     top_rows,
 )
 from hlmem.lang import MODEL_ID, content_hash, model_version
+from hlmem.messages import NamedRow
 from hlmem.store import Store
 
 log = logging.getLogger(__name__)
@@ -227,7 +228,8 @@ class VectorIndex:
         if self.choice == "sqlite-vec":
             self._require_vec(store)
         head = (await store.fetchall("vector_head"))[0]
-        vec_head, del_head, oldest = int(head[0] or 0), int(head[1] or 0), head[2]
+        vec_head, del_head = int(head["vectors_seq"] or 0), int(head["deletions_seq"] or 0)
+        oldest = head["oldest_deletion"]
         path = store.path
         restored = vec_head < self._vec_seq or del_head < self._del_seq
         # The log holds every deletion from `oldest` on; one we had not read yet was pruned.
@@ -328,7 +330,7 @@ class VectorIndex:
                 changed += await anyio.to_thread.run_sync(self._rows.apply, rows)
             else:
                 changed += self._rows.apply(rows)
-            self._vec_seq = int(rows[-1][0])
+            self._vec_seq = int(rows[-1]["seq"])
             if len(rows) < REFRESH_BATCH_ROWS:
                 return changed
 
@@ -339,10 +341,10 @@ class VectorIndex:
                 "vector_deletions_since",
                 {"model": self.model_id, "after": self._del_seq, "limit": REFRESH_BATCH_ROWS},
             )
-            for _, vector_seq, kind, owner_id in rows:
-                changed += self._rows.delete(kind, owner_id, int(vector_seq))
+            for r in rows:
+                changed += self._rows.delete(r["owner_kind"], r["owner_id"], int(r["vector_seq"]))
             if rows:
-                self._del_seq = int(rows[-1][0])
+                self._del_seq = int(rows[-1]["seq"])
             if len(rows) < REFRESH_BATCH_ROWS:
                 return changed
 
@@ -425,7 +427,9 @@ class VectorIndex:
         else:
             params["allow"] = json.dumps(sorted(set(allow)))
             found = await store.fetchall("vector_search_vec_allow", params)
-        return [VectorHit(kind, owner_id, 1.0 - float(dist)) for kind, owner_id, dist in found]
+        return [
+            VectorHit(r["owner_kind"], r["owner_id"], 1.0 - float(r["distance"])) for r in found
+        ]
 
     @staticmethod
     def _require_vec(store: Store) -> None:
@@ -437,11 +441,9 @@ class VectorIndex:
                 "store.load_vec = true) or use the 'numpy' backend"
             )
 
-    def current(self, store: Store, head: Sequence[Any]) -> bool:
+    def current(self, store: Store, head: NamedRow) -> bool:
         """Whether the index has read every change up to ``head``, a ``vector_head`` row the
         caller read itself (recall reads it together with its own first reads, saving a trip to
         the reader thread): then :meth:`refresh` would change nothing and may be skipped."""
-        return self._store_path == store.path and (int(head[0] or 0), int(head[1] or 0)) == (
-            self._vec_seq,
-            self._del_seq,
-        )
+        seqs = (int(head["vectors_seq"] or 0), int(head["deletions_seq"] or 0))
+        return self._store_path == store.path and seqs == (self._vec_seq, self._del_seq)

@@ -99,23 +99,24 @@ async def load_target(store: Store, claim_id: str) -> _Target:
             raise InputError(f"correct: claim {claim_id!r} was forgotten")
         raise InputError(f"correct: no claim {claim_id!r}")
     r = rows[0]
-    if r[6] != "active":
-        newer = f" (its successor is {r[17]})" if r[17] else ""
+    if r["status"] != "active":
+        newer = f" (its successor is {r['superseded_by']})" if r["superseded_by"] else ""
         raise InputError(
-            f"correct: claim {claim_id!r} is {r[6]}, not current{newer}: correct the current claim"
+            f"correct: claim {claim_id!r} is {r['status']}, not current{newer}:"
+            " correct the current claim"
         )
     return _Target(
-        id=r[0],
-        namespace=r[1],
-        subject=r[2],
-        predicate=r[3],
-        value=r[4],
-        status=r[6],
-        polarity=-1 if r[13] < 0 else 1,
-        qualifiers=tuple(json.loads(r[14])),
-        scope=r[15] if r[15] in ("short_term", "plan") else "long_term",
-        importance=r[8],
-        starts=parse_iso(r[10] or r[12]),
+        id=r["id"],
+        namespace=r["namespace"],
+        subject=r["subject"],
+        predicate=r["predicate"],
+        value=r["value"],
+        status=r["status"],
+        polarity=-1 if r["polarity"] < 0 else 1,
+        qualifiers=tuple(json.loads(r["qualifiers"])),
+        scope=r["scope"] if r["scope"] in ("short_term", "plan") else "long_term",
+        importance=r["importance"],
+        starts=parse_iso(r["valid_from"] or r["recorded_at"]),
     )
 
 

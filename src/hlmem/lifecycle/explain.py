@@ -140,78 +140,87 @@ async def explain_claim(store: Store, claim_id: str) -> ClaimExplanation:
     if not rows:
         gone = await store.fetchall("forget_tombstone_of", ("claim", claim_id))
         if gone:
-            raise InputError(f"explain: claim {claim_id!r} was forgotten at {gone[0][1]}")
+            raise InputError(
+                f"explain: claim {claim_id!r} was forgotten at {gone[0]['created_at']}"
+            )
         raise InputError(f"explain: no claim {claim_id!r}")
     r = rows[0]
     ev_rows = await store.fetchall("explain_evidence", (claim_id,))
-    events = [e[0] for e in ev_rows]
+    events = [e["event_id"] for e in ev_rows]
     merges = await store.fetchall("explain_merges", (claim_id,))
-    keys = [claim_id, *(m[0] for m in merges)]
+    keys = [claim_id, *(m["source_key"] for m in merges)]
     decisions = await store.fetchall(
         "explain_decisions", {"keys": json.dumps(keys), "events": json.dumps(events)}
     )
     back = await store.fetchall("explain_chain_back", {"id": claim_id})
     fwd = await store.fetchall("explain_chain_forward", {"id": claim_id})
-    briefs = await _briefs(store, [b[0] for b in back] + [f[1] for f in fwd])
+    briefs = await _briefs(
+        store, [b["old_claim_id"] for b in back] + [f["new_claim_id"] for f in fwd]
+    )
     calls = await store.fetchall(
         "explain_calls",
-        {"window": r[23], "events": json.dumps(events), "needle": json.dumps(claim_id)},
+        {"window": r["window_id"], "events": json.dumps(events), "needle": json.dumps(claim_id)},
     )
     entities = await store.fetchall("explain_entities", (claim_id,))
     spans = (
-        EvidenceSpan(event_id=e[0], quote=redact(e[1]), start_char=e[2], end_char=e[3])
+        EvidenceSpan(
+            event_id=e["event_id"],
+            quote=redact(e["quote"]),
+            start_char=e["start_char"],
+            end_char=e["end_char"],
+        )
         for e in ev_rows
     )
     claim = Claim.from_row(r, spans, redact)
     return ClaimExplanation(
         claim=claim,
-        extractor=r[22],
-        source=r[24],
-        window_id=r[23],
-        activation=r[18],
-        access_count=r[19],
-        last_accessed_at=parse_iso_opt(r[20]),
-        utility=r[21],
+        extractor=r["extractor"],
+        source=r["source"],
+        window_id=r["window_id"],
+        activation=r["activation"],
+        access_count=r["access_count"],
+        last_accessed_at=parse_iso_opt(r["last_accessed_at"]),
+        utility=r["utility"],
         evidence=tuple(
             ExplainEvidence(
-                event_id=e[0],
-                quote=redact(e[1]),
-                start_char=e[2],
-                end_char=e[3],
-                role=e[4],
-                origin_class=e[5],
-                session_kind=e[6],
-                session_id=e[7],
-                occurred_at=parse_iso(e[8]),
-                recorded_at=parse_iso(e[9]),
+                event_id=e["event_id"],
+                quote=redact(e["quote"]),
+                start_char=e["start_char"],
+                end_char=e["end_char"],
+                role=e["role"],
+                origin_class=e["origin_class"],
+                session_kind=e["session_kind"],
+                session_id=e["session_id"],
+                occurred_at=parse_iso(e["occurred_at"]),
+                recorded_at=parse_iso(e["recorded_at"]),
             )
             for e in ev_rows
         ),
         admission=tuple(
             ExplainDecision(
-                level="event" if d[1] is None else "claim",
-                event_id=d[0],
-                claim_key=d[1],
-                mode=d[2],
-                decision=d[3],
-                rule=d[4],
-                created_at=parse_iso(d[5]),
+                level="event" if d["claim_key"] is None else "claim",
+                event_id=d["event_id"],
+                claim_key=d["claim_key"],
+                mode=d["mode"],
+                decision=d["decision"],
+                rule=d["rule"],
+                created_at=parse_iso(d["created_at"]),
             )
             for d in decisions
         ),
         merges=tuple(
             ExplainMerge(
-                source_key=m[0],
-                stage=m[1],
-                similarity=m[2],
-                reason=m[3],
-                created_at=parse_iso(m[4]),
+                source_key=m["source_key"],
+                stage=m["stage"],
+                similarity=m["similarity"],
+                reason=m["reason"],
+                created_at=parse_iso(m["created_at"]),
             )
             for m in merges
         ),
         supersedes=tuple(_links(back, briefs, older=True)),
         superseded_by=tuple(_links(fwd, briefs, older=False)),
-        entities=tuple(f"{e[0]} ({e[1]})" for e in entities),
+        entities=tuple(f"{e['name']} ({e['kind']})" for e in entities),
         calls=tuple(_call(c) for c in calls),
     )
 
@@ -219,18 +228,18 @@ async def explain_claim(store: Store, claim_id: str) -> ClaimExplanation:
 async def _briefs(store: Store, ids: list[str]) -> dict[str, ClaimBrief]:
     rows = await store.fetchall("explain_briefs", (json.dumps(sorted(set(ids))),))
     return {
-        b[0]: ClaimBrief(
-            id=b[0],
-            predicate=b[1],
-            value=redact(b[2]),
-            text=redact(b[3]),
-            status=b[4],
-            polarity=b[5],
-            qualifiers=tuple(json.loads(b[6])),
-            valid_from=parse_iso_opt(b[7]),
-            valid_to=parse_iso_opt(b[8]),
-            recorded_at=parse_iso(b[9]),
-            retracted_at=parse_iso_opt(b[10]),
+        b["id"]: ClaimBrief(
+            id=b["id"],
+            predicate=b["predicate"],
+            value=redact(b["value"]),
+            text=redact(b["text"]),
+            status=b["status"],
+            polarity=b["polarity"],
+            qualifiers=tuple(json.loads(b["qualifiers"])),
+            valid_from=parse_iso_opt(b["valid_from"]),
+            valid_to=parse_iso_opt(b["valid_to"]),
+            recorded_at=parse_iso(b["recorded_at"]),
+            retracted_at=parse_iso_opt(b["retracted_at"]),
         )
         for b in rows
     }
@@ -238,32 +247,31 @@ async def _briefs(store: Store, ids: list[str]) -> dict[str, ClaimBrief]:
 
 def _links(rows: list[Any], briefs: dict[str, ClaimBrief], *, older: bool) -> list[ChainLink]:
     out: list[ChainLink] = []
-    for old, new, reason, at, depth in rows:
-        other = briefs.get(old if older else new)
+    for r in rows:
+        other = briefs.get(r["old_claim_id"] if older else r["new_claim_id"])
         if other is not None:
-            out.append(
-                ChainLink(claim=other, reason=redact(reason), at=parse_iso(at), depth=depth + 1)
-            )
+            at, depth = parse_iso(r["created_at"]), r["depth"] + 1
+            out.append(ChainLink(claim=other, reason=redact(r["reason"]), at=at, depth=depth))
     return out
 
 
 def _call(c: Any) -> LedgerCall:
     return LedgerCall(
-        id=c[0],
-        stage=c[1],
-        provider=c[2],
-        model=c[3],
-        call_kind=c[4],
-        job_id=c[5],
-        prompt_tokens=c[6],
-        completion_tokens=c[7],
-        cost=c[8],
-        currency=c[9],
-        latency_ms=c[10],
-        outcome=c[11],
-        error_class=c[12],
-        retries=c[13],
-        created_at=parse_iso(c[14]),
+        id=c["id"],
+        stage=c["stage"],
+        provider=c["provider"],
+        model=c["model"],
+        call_kind=c["call_kind"],
+        job_id=c["job_id"],
+        prompt_tokens=c["prompt_tokens"],
+        completion_tokens=c["completion_tokens"],
+        cost=c["cost"],
+        currency=c["currency"],
+        latency_ms=c["latency_ms"],
+        outcome=c["outcome"],
+        error_class=c["error_class"],
+        retries=c["retries"],
+        created_at=parse_iso(c["created_at"]),
     )
 
 

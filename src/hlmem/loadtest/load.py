@@ -266,7 +266,8 @@ class Load:
         done: dict[str, int] = {}
         total: dict[str, int] = {}
         failed = parked = 0
-        for kind, status, jobs, items in await store.fetchall("loadtest_job_depth"):
+        for r in await store.fetchall("loadtest_job_depth"):
+            kind, status, jobs, items = r["kind"], r["status"], r["jobs"], r["items"]
             total[kind] = total.get(kind, 0) + items
             if status in ("todo", "doing"):
                 backlog[kind] = backlog.get(kind, 0) + items
@@ -276,10 +277,11 @@ class Load:
                 failed += jobs
             elif status == "parked":
                 parked += jobs
-        ok, err, _refused, prompt, completion, cost, retries, limited = (
-            await store.fetchall("loadtest_ledger_totals")
-        )[0]
-        claims = sum(n for status, n in await store.fetchall("claim_counts") if status != "pending")
+        ledger = (await store.fetchall("loadtest_ledger_totals"))[0]
+        ok, cost = ledger["ok"], ledger["cost"]
+        claims = sum(
+            r["n"] for r in await store.fetchall("claim_counts") if r["status"] != "pending"
+        )
         sample = Sample(
             t_s=round(anyio.current_time() - self.m.t0, 3),
             phase=self.phase,
@@ -290,12 +292,12 @@ class Load:
             failed=failed,
             parked=parked,
             calls_ok=int(ok),
-            calls_error=int(err),
-            prompt_tokens=int(prompt),
-            completion_tokens=int(completion),
+            calls_error=int(ledger["errors"]),
+            prompt_tokens=int(ledger["prompt_tokens"]),
+            completion_tokens=int(ledger["completion_tokens"]),
             cost=float(cost),
-            retries=int(retries),
-            rate_limited=int(limited),
+            retries=int(ledger["retries"]),
+            rate_limited=int(ledger["rate_limited"]),
             claims=claims,
             rss_mib=_rss_mib(),
         )
@@ -317,7 +319,7 @@ class Load:
             chunk = ids[start : start + E2E_QUERY_IDS]
             asked = anyio.current_time()  # the read's snapshot is taken after this
             rows = await self.mem.store.fetchall("loadtest_visible_events", (json.dumps(chunk),))
-            for (event_id,) in rows:
-                acked = pending.pop(event_id, None)  # None: a concurrent poll saw it first
+            for r in rows:
+                acked = pending.pop(r["event_id"], None)  # None: a concurrent poll saw it first
                 if acked is not None:
                     self.m.e2e.append(asked - acked)

@@ -45,36 +45,42 @@ async def read_facts(mem: Memory) -> dict[str, Any]:
     store = mem.store
     stats = await mem.stats()
     windows: dict[str, int] = {}
-    for status, reason, n in await store.fetchall("loadtest_windows"):
-        key = reason if status == "closed" else status
-        windows[key] = windows.get(key, 0) + n
+    for r in await store.fetchall("loadtest_windows"):
+        key = r["reason"] if r["status"] == "closed" else r["status"]
+        windows[key] = windows.get(key, 0) + r["n"]
     decisions: dict[str, dict[str, int]] = {}
-    for origin, decision, n in await store.fetchall("loadtest_source_decisions"):
-        decisions.setdefault(origin, {})[decision] = n
+    for r in await store.fetchall("loadtest_source_decisions"):
+        decisions.setdefault(r["origin_class"], {})[r["decision"]] = r["n"]
     by_stage = [
         StageCalls(
-            stage=r[0],
-            kind=r[1],
-            calls=r[2],
-            ok=r[3],
-            errors=r[4],
-            refused=r[5],
-            prompt_tokens=r[6],
-            completion_tokens=r[7],
-            cost=r[8],
-            retries=r[9],
-            rate_limited=r[10],
-            error_classes=sorted(r[11].split(",")) if r[11] else [],
+            stage=r["stage"],
+            kind=r["call_kind"],
+            calls=r["calls"],
+            ok=r["ok"],
+            errors=r["errors"],
+            refused=r["refused"],
+            prompt_tokens=r["prompt_tokens"],
+            completion_tokens=r["completion_tokens"],
+            cost=r["cost"],
+            retries=r["retries"],
+            rate_limited=r["rate_limited"],
+            error_classes=sorted(r["error_classes"].split(",")) if r["error_classes"] else [],
         )
         for r in await store.fetchall("loadtest_ledger_by_stage")
     ]
+
+    async def by_origin(query: str) -> dict[str, int]:
+        return {r["origin_class"]: r["n"] for r in await store.fetchall(query)}
+
     return {
         "stats": stats,
         "windows": windows,
-        "extractions": {r[0]: r[1] for r in await store.fetchall("loadtest_extractions")},
-        "events_by_origin": dict(await store.fetchall("loadtest_events_by_origin")),
-        "claims_by_origin": dict(await store.fetchall("loadtest_claims_by_origin")),
-        "extracted_by_origin": dict(await store.fetchall("loadtest_extracted_by_origin")),
+        "extractions": {
+            r["extractor"]: r["n"] for r in await store.fetchall("loadtest_extractions")
+        },
+        "events_by_origin": await by_origin("loadtest_events_by_origin"),
+        "claims_by_origin": await by_origin("loadtest_claims_by_origin"),
+        "extracted_by_origin": await by_origin("loadtest_extracted_by_origin"),
         "decisions": decisions,
         "by_stage": by_stage,
         "sqlite": f"{store.caps.driver} {store.caps.sqlite_version}",

@@ -127,7 +127,10 @@ class _Batch:
     async def _reuse_line_ids(self) -> None:
         """Give each row whose line is stored under a line-number id that id: a duplicate."""
         wanted = sorted({p for p in self.prefixes if p})
-        found = dict(await self.mem.store.fetchall("line_event_ids", (json.dumps(wanted),)))
+        found = {
+            r["prefix"]: r["event_id"]
+            for r in await self.mem.store.fetchall("line_event_ids", (json.dumps(wanted),))
+        }
         for i, prefix in enumerate(self.prefixes):
             stored = found.get(prefix) if prefix else None
             if stored is not None:

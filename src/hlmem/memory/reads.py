@@ -72,21 +72,21 @@ async def stats(store: Store) -> Stats:
     s = store
     jobs: dict[str, dict[str, int]] = {}
     for row in await s.fetchall("job_counts"):
-        jobs.setdefault(row[0], {})[row[1]] = row[2]
+        jobs.setdefault(row["kind"], {})[row["status"]] = row["n"]
     admission: dict[str, dict[str, int]] = {}
     for row in await s.fetchall("admission_counts"):
-        admission.setdefault(row[0], {})[row[1]] = row[2]
+        admission.setdefault(row["level"], {})[row["decision"]] = row["n"]
     return Stats(
         events=await s.scalar("count_events"),
         sessions=await s.scalar("count_sessions"),
-        claims={r[0]: r[1] for r in await s.fetchall("claim_counts")},
-        windows={r[0]: r[1] for r in await s.fetchall("window_counts")},
+        claims={r["status"]: r["n"] for r in await s.fetchall("claim_counts")},
+        windows={r["status"]: r["n"] for r in await s.fetchall("window_counts")},
         extractions=await s.scalar("count_extractions"),
         evidence=await s.scalar("count_evidence"),
         jobs=jobs,
         admission=admission,
         tombstones={
-            r[0]: {"count": r[1], "blocked": r[2]}
+            r["kind"]: {"count": r["n"], "blocked": r["blocked"]}
             for r in await s.fetchall("forget_tombstone_counts")
         },
     )
@@ -122,12 +122,17 @@ async def claims(
         },
     )
     ev: dict[str, list[EvidenceSpan]] = {}
-    ids = json.dumps([r[0] for r in rows])
+    ids = json.dumps([r["id"] for r in rows])
     for e in await store.fetchall("evidence_for_claims", (ids,)):
-        ev.setdefault(e[0], []).append(
-            EvidenceSpan(event_id=e[1], quote=redact(e[2]), start_char=e[3], end_char=e[4])
+        ev.setdefault(e["claim_id"], []).append(
+            EvidenceSpan(
+                event_id=e["event_id"],
+                quote=redact(e["quote"]),
+                start_char=e["start_char"],
+                end_char=e["end_char"],
+            )
         )
-    return [Claim.from_row(r, ev.get(r[0], ())) for r in rows]
+    return [Claim.from_row(r, ev.get(r["id"], ())) for r in rows]
 
 
 async def events(
@@ -147,21 +152,21 @@ async def events(
     )
     out = []
     for r in reversed(rows):
-        trusted = untrusted_rule(policy, r[8], r[9]) is None
+        trusted = untrusted_rule(policy, r["origin_class"], r["session_kind"]) is None
         if trusted or include_untrusted:
             out.append(
                 Event(
-                    id=r[0],
-                    namespace=r[1],
-                    session_id=r[2],
-                    role=Role(r[3]),
-                    content=redact(r[4]),
-                    content_hash=r[5],
-                    occurred_at=parse_iso(r[6]),
-                    recorded_at=parse_iso(r[7]),
-                    origin_class=OriginClass(r[8]),
-                    session_kind=SessionKind(r[9]),
-                    metadata=json.loads(r[10]),
+                    id=r["id"],
+                    namespace=r["namespace"],
+                    session_id=r["session_id"],
+                    role=Role(r["role"]),
+                    content=redact(r["content"]),
+                    content_hash=r["content_hash"],
+                    occurred_at=parse_iso(r["occurred_at"]),
+                    recorded_at=parse_iso(r["recorded_at"]),
+                    origin_class=OriginClass(r["origin_class"]),
+                    session_kind=SessionKind(r["session_kind"]),
+                    metadata=json.loads(r["metadata"]),
                     trusted=trusted,
                 )
             )
@@ -172,7 +177,12 @@ async def supersessions(store: Store, claim_ids: Iterable[str]) -> list[Superses
     """Every supersession touching ``claim_ids`` (``Memory.supersessions``)."""
     ids = json.dumps(list(claim_ids))
     return [
-        Supersession(old=r[0], new=r[1], reason=r[2], created_at=parse_iso(r[3]))
+        Supersession(
+            old=r["old_claim_id"],
+            new=r["new_claim_id"],
+            reason=r["reason"],
+            created_at=parse_iso(r["created_at"]),
+        )
         for r in await store.fetchall("supersessions_of", (ids, ids))
     ]
 
@@ -184,15 +194,15 @@ async def list_jobs(
     rows = await store.fetchall("list_jobs", {"status": status, "kind": kind, "limit": limit})
     return [
         JobRow(
-            id=r[0],
-            kind=r[1],
-            status=r[2],
-            attempts=r[3],
-            last_error=r[5],
-            detail=r[9],
-            created_at=r[6],
-            updated_at=r[7],
-            payload=_payload_dict(r[8]),
+            id=r["id"],
+            kind=r["kind"],
+            status=r["status"],
+            attempts=r["attempts"],
+            last_error=r["last_error"],
+            detail=r["detail"],
+            created_at=r["created_at"],
+            updated_at=r["updated_at"],
+            payload=_payload_dict(r["payload"]),
         )
         for r in rows
     ]

@@ -189,22 +189,24 @@ def _stopped(
     :raises ForgottenFact: without ``override``.
     :raises InputError: with it, when an event id, claim id or session tombstone stops it.
     """
-    kinds = tuple(dict.fromkeys(str(f[1]) for f in found))
+    kinds = tuple(dict.fromkeys(str(f["kind"]) for f in found))
     first = found[0]
     if not override:
+        why = blocked_reason(first["kind"], first["created_at"])
         raise ForgottenFact(
-            f"remember: blocked: {blocked_reason(first[1], first[2])}; nothing was stored "
+            f"remember: blocked: {why}; nothing was stored "
             "(override_forget / --override-forget teaches it again)",
             kinds=kinds,
-            forgotten_at=str(first[2]),
+            forgotten_at=str(first["created_at"]),
         )
-    fixed = [f for f in found if f[1] not in LIFTABLE]
+    fixed = [f for f in found if f["kind"] not in LIFTABLE]
     if fixed:
+        why = blocked_reason(fixed[0]["kind"], fixed[0]["created_at"])
         raise InputError(
-            f"remember: {blocked_reason(fixed[0][1], fixed[0][2])}: override_forget lifts a "
+            f"remember: {why}: override_forget lifts a "
             "forgotten fact's content and slot only; remember it under a new event id or session"
         )
-    tx.executemany("forget_lift_tombstone", [(f[0],) for f in found])
+    tx.executemany("forget_lift_tombstone", [(f["id"],) for f in found])
     tx.executemany(
         "insert_admission_decision",
         [
@@ -213,7 +215,7 @@ def _stopped(
                 key,
                 mode,
                 "admit",
-                f"override_forget: {f[1]} tombstone of {f[2]} lifted",
+                f"override_forget: {f['kind']} tombstone of {f['created_at']} lifted",
                 at,
             )
             for f in found

@@ -40,7 +40,7 @@ def write_group(
     ids = [row[0] for rows in groups for row in rows if row[0]]  # the clients' ids
     seen: set[str] = set()
     if ids:
-        seen = {r[0] for r in tx.fetchall("existing_event_ids", (json.dumps(ids),))}
+        seen = {r["id"] for r in tx.fetchall("existing_event_ids", (json.dumps(ids),))}
     fresh = iter(new_ids("ev", sum(len(rows) for rows in groups) - len(ids)))
     new_rows: list[EventRow] = []
     results: list[list[Outcome]] = []
@@ -79,7 +79,7 @@ def write_group(
         tx.execute("insert_job", spec.row(now))
     if blocked:
         results = [[(e, dup, blocked.get(e)) for e, dup, _ in out] for out in results]
-    return results, int(tx.fetchall("count_backlog")[0][0]) if count else None
+    return results, int(tx.fetchall("count_backlog")[0]["backlog"]) if count else None
 
 
 def blocked_rows(tx: SyncTx, rows: list[EventRow]) -> dict[str, Blocked]:
@@ -91,9 +91,13 @@ def blocked_rows(tx: SyncTx, rows: list[EventRow]) -> dict[str, Blocked]:
     tx.executemany(
         "forget_explain_arrival",
         [
-            (ARRIVAL_REASON.format(kind=f[1], reason=f[3]), f[2], f[0])
+            (
+                ARRIVAL_REASON.format(kind=f["kind"], reason=f["reason"]),
+                f["created_at"],
+                f["event_id"],
+            )
             for f in found
-            if f[1] != "event"
+            if f["kind"] != "event"
         ],
     )
-    return {str(f[0]): (str(f[1]), str(f[2])) for f in found}
+    return {str(f["event_id"]): (str(f["kind"]), str(f["created_at"])) for f in found}

@@ -298,7 +298,9 @@ def serve(inp: BinaryIO, out: BinaryIO) -> int:
     embedders: dict[int, LocalEmbedder] = {}
 
     def window_drafts(window: tuple[Any, ...]) -> list[tuple[Any, ...]] | None:
-        if not window_worth_extracting((p[5], p[6]) for p in window[3]):
+        _, _, _, pieces = window  # as messages.window_tuple gives it
+        said = ((role, text) for _, _, _, _, _, role, text, _ in pieces)
+        if not window_worth_extracting(said):
             return None
         return [draft_tuple(d) for d in rules.extract(window_from(window))]
 

@@ -91,7 +91,7 @@ class RestoreResult(BaseModel):
 def _hlmem_file(conn: Any, path: Path) -> None:
     """:raises InputError: ``path`` is not an hlmem database."""
     try:
-        known = conn.execute(QUERIES["backup_is_hlmem"]).fetchone()[0]
+        known = conn.execute(QUERIES["backup_is_hlmem"]).fetchone()["present"]
     except Exception as exc:
         raise InputError(f"{path} is not an SQLite database ({exc})") from None
     if not known:
@@ -120,9 +120,9 @@ def backup_sync(db: Path, dest: Path, cfg: StoreConfig) -> BackupResult:
     result = BackupResult(
         path=str(dest),
         bytes=dest.stat().st_size,
-        tombstone_max_id=int(snap[0]),
-        events=int(snap[1]),
-        claims=int(snap[2]),
+        tombstone_max_id=int(snap["tombstone_max_id"]),
+        events=int(snap["events"]),
+        claims=int(snap["claims"]),
     )
     log.info("backup", extra={"action": "backup", "path": str(dest), "bytes": result.bytes})
     return result
@@ -133,12 +133,13 @@ def _copy(db: Path, tmp: Path, dest: Path, cfg: StoreConfig, module: Any) -> Any
     src, _ = connect_sync(db, cfg.model_copy(update={"load_vec": False}), module, create=False)
     try:
         dst = module.connect(str(tmp), isolation_level=None)
+        dst.row_factory = module.Row
         try:
             src.execute("BEGIN")  # one snapshot for every step: commits meanwhile stay out
             snap = src.execute(QUERIES["backup_snapshot"]).fetchone()
             src.backup(dst, pages=BACKUP_PAGES, sleep=BACKUP_SLEEP_S)
             src.execute("COMMIT")
-            check = dst.execute("PRAGMA quick_check").fetchone()[0]
+            check = dst.execute("PRAGMA quick_check").fetchone()["quick_check"]
             if check != "ok":
                 raise StoreError(f"backup: the copy of {db} fails its check: {_one_line(check)}")
         finally:
@@ -188,6 +189,7 @@ def _lock(db: Path, source: Path, cfg: StoreConfig) -> tuple[Any, list[Any]]:
     module = sqlite_module(cfg.sqlite_module)
     conn = module.connect(str(db), isolation_level=None, check_same_thread=False)
     try:
+        conn.row_factory = module.Row  # the tombstones are read by column name
         conn.execute("PRAGMA busy_timeout = 0")
         conn.execute("PRAGMA locking_mode = EXCLUSIVE")
         try:
@@ -197,7 +199,7 @@ def _lock(db: Path, source: Path, cfg: StoreConfig) -> tuple[Any, list[Any]]:
                 f"restore: {db} is open elsewhere (a pipeline, worker, server or open memory);"
                 f" stop it first ({exc})"
             ) from None
-        has = conn.execute(QUERIES["backup_has_tombstones"]).fetchone()[0]
+        has = conn.execute(QUERIES["backup_has_tombstones"]).fetchone()["present"]
         rows = list(conn.execute(QUERIES["restore_tombstones"]).fetchall()) if has else []
         conn.execute("COMMIT")  # the exclusive lock stays (locking_mode)
     except BaseException:
@@ -212,15 +214,17 @@ def _stage(source: Path, staging: Path, cfg: StoreConfig) -> set[int]:
     module = sqlite_module(cfg.sqlite_module)
     src = module.connect(str(source), isolation_level=None)
     try:
+        src.row_factory = module.Row
         _hlmem_file(src, source)
         known = {v for v, _, _ in migrations()}
-        have = {r[0] for r in src.execute("SELECT version FROM schema_migrations")}
+        have = {r["version"] for r in src.execute("SELECT version FROM schema_migrations")}
         if have - known:
             raise SchemaError(f"restore: {source} has migrations {sorted(have - known)} unknown")
         dst = module.connect(str(staging), isolation_level=None)
+        dst.row_factory = module.Row
         try:
             src.backup(dst)
-            check = dst.execute("PRAGMA quick_check").fetchone()[0]
+            check = dst.execute("PRAGMA quick_check").fetchone()["quick_check"]
             if check != "ok":
                 raise StoreError(f"restore: {source} fails its check: {_one_line(check)}")
         finally:
@@ -243,15 +247,19 @@ def _plans(rows: Iterable[Any]) -> list[ForgetPlan]:
     """One forget plan per original forget (tombstones sharing reason and time), oldest
     first; a session's own plan for each session tombstone."""
     groups: dict[tuple[str, str], list[Any]] = {}
-    for r in sorted(rows, key=lambda r: r[0]):
-        groups.setdefault((r[4], r[5]), []).append(r)
+    for r in sorted(rows, key=lambda r: r["id"]):
+        groups.setdefault((r["reason"], r["created_at"]), []).append(r)
     plans: list[ForgetPlan] = []
     for (reason, _), group in groups.items():
         by = _forget_by(reason)
-        claims = frozenset(r[2] for r in group if r[1] == "claim")
-        events = frozenset(r[2] for r in group if r[1] == "event")
-        slots = frozenset((r[3], r[2][len(r[3]) + 1 :]) for r in group if r[1] == "slot")
-        ns = group[0][3]
+        claims = frozenset(r["key"] for r in group if r["kind"] == "claim")
+        events = frozenset(r["key"] for r in group if r["kind"] == "event")
+        slots = frozenset(
+            (r["namespace"], r["key"][len(r["namespace"]) + 1 :])
+            for r in group
+            if r["kind"] == "slot"
+        )
+        ns = group[0]["namespace"]
         plans.append(
             ForgetPlan(
                 by=by,
@@ -264,8 +272,8 @@ def _plans(rows: Iterable[Any]) -> list[ForgetPlan]:
             )
         )
         for r in group:
-            if r[1] == "session":
-                namespace, _, session = r[2].partition(SESSION_SEP)
+            if r["kind"] == "session":
+                namespace, _, session = r["key"].partition(SESSION_SEP)
                 plans.append(ForgetPlan(by="session", reason=reason, session=(namespace, session)))
     return plans
 
@@ -280,14 +288,24 @@ def _forget_by(reason: str) -> ForgetBy:
 def _reapply(tx: SyncTx, before: list[Any], now: str) -> tuple[int, set[str], set[str]]:
     """Write the tombstones the restored copy lacks and run their forgets again; how many,
     and the claims and events deleted."""
-    pairs = json.dumps([[r[1], r[2]] for r in before])
-    missing = {(r[0], r[1]) for r in tx.fetchall("restore_missing", (pairs,))}
-    rows = [r for r in before if (r[1], r[2]) in missing]
+    pairs = json.dumps([[r["kind"], r["key"]] for r in before])
+    missing = {(r["kind"], r["key"]) for r in tx.fetchall("restore_missing", (pairs,))}
+    rows = [r for r in before if (r["kind"], r["key"]) in missing]
     if not rows:
         return 0, set(), set()
-    tx.executemany("import_tombstone", [(r[1], r[2], r[3], r[4], r[5], r[6]) for r in rows])
-    content = [[r[3], r[2][len(r[3]) + 1 :]] for r in rows if r[1] == "content"]
-    found = {e[0] for e in tx.fetchall("restore_content_events", (json.dumps(content),))}
+    tx.executemany(
+        "import_tombstone",
+        [
+            (r["kind"], r["key"], r["namespace"], r["reason"], r["created_at"], r["blocked"])
+            for r in rows
+        ],
+    )
+    content = [
+        [r["namespace"], r["key"][len(r["namespace"]) + 1 :]]
+        for r in rows
+        if r["kind"] == "content"
+    ]
+    found = {e["id"] for e in tx.fetchall("restore_content_events", (json.dumps(content),))}
     claims: set[str] = set()
     events: set[str] = set()
     plans = _plans(rows)

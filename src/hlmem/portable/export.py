@@ -54,8 +54,8 @@ def _hlmem_version() -> str:
         return "unknown"
 
 
-def _pages(conn: Any, name: str, params: dict[str, Any]) -> Iterator[Any]:
-    """Every row of a paged export query (first column: the page key, a rowid)."""
+def _pages(conn: Any, name: str, params: dict[str, Any], key: str) -> Iterator[Any]:
+    """Every row of a paged export query (``key``: the column of the page key, a rowid)."""
     after: Any = 0
     while True:
         page = {**params, "after": after, "limit": PAGE_ROWS}
@@ -63,12 +63,14 @@ def _pages(conn: Any, name: str, params: dict[str, Any]) -> Iterator[Any]:
         if not rows:
             return
         yield from rows
-        after = rows[-1][0]
+        after = rows[-1][key]
 
 
-def _key_pages(conn: Any, name: str, params: dict[str, Any]) -> Iterator[Any]:
+def _key_pages(
+    conn: Any, name: str, params: dict[str, Any], keys: tuple[str, str]
+) -> Iterator[Any]:
     """Every row of a paged export query over a table without rowid, keyed by its two-column
-    primary key (the first two columns)."""
+    primary key (the columns ``keys``)."""
     a, b = "", ""
     while True:
         rows = conn.execute(
@@ -77,12 +79,12 @@ def _key_pages(conn: Any, name: str, params: dict[str, Any]) -> Iterator[Any]:
         if not rows:
             return
         yield from rows
-        a, b = rows[-1][0], rows[-1][1]
+        a, b = rows[-1][keys[0]], rows[-1][keys[1]]
 
 
 def _claim_records(conn: Any, params: dict[str, Any]) -> Iterator[ClaimRecord]:
     page: list[Any] = []
-    for row in _pages(conn, "export_claims", params):
+    for row in _pages(conn, "export_claims", params, "rowid"):
         page.append(row)
         if len(page) == PAGE_ROWS:
             yield from _claim_page(conn, page)
@@ -93,106 +95,130 @@ def _claim_records(conn: Any, params: dict[str, Any]) -> Iterator[ClaimRecord]:
 def _claim_page(conn: Any, page: list[Any]) -> Iterator[ClaimRecord]:
     if not page:
         return
-    ids = json.dumps([r[1] for r in page])
+    ids = json.dumps([r["id"] for r in page])
     spans: dict[str, list[EvidenceSpan]] = {}
     for e in conn.execute(QUERIES["export_claim_evidence"], (ids,)).fetchall():
-        spans.setdefault(e[0], []).append(
-            EvidenceSpan(event_id=e[1], quote=e[2], start_char=e[3], end_char=e[4])
+        spans.setdefault(e["claim_id"], []).append(
+            EvidenceSpan(
+                event_id=e["event_id"],
+                quote=e["quote"],
+                start_char=e["start_char"],
+                end_char=e["end_char"],
+            )
         )
     ents: dict[str, list[EntityRef]] = {}
     for e in conn.execute(QUERIES["export_claim_entities"], (ids,)).fetchall():
-        ents.setdefault(e[0], []).append(EntityRef(name=e[1], kind=e[2]))
+        ents.setdefault(e["claim_id"], []).append(EntityRef(name=e["name"], kind=e["kind"]))
     for r in page:
         yield ClaimRecord(
-            id=r[1],
-            namespace=r[2],
-            subject=r[3],
-            predicate=r[4],
-            value=r[5],
-            text=r[6],
-            qualifiers=tuple(json.loads(r[7])),
-            polarity=r[8],
-            scope=r[9],
-            importance=r[10],
-            confidence=r[11],
-            language=r[12],
-            content_hash=r[13],
-            slot_key=r[14],
-            value_key=r[15],
-            status=r[16],
-            valid_from=parse_iso_opt(r[17]),
-            valid_to=parse_iso_opt(r[18]),
-            recorded_at=parse_iso(r[19]),
-            retracted_at=parse_iso_opt(r[20]),
-            superseded_by=r[21],
-            activation=r[22],
-            access_count=r[23],
-            last_accessed_at=parse_iso_opt(r[24]),
-            utility=r[25],
-            extractor=r[26],
-            window_id=r[27],
-            source=r[28],
-            created_at=parse_iso_opt(r[29]),
-            activation_at=parse_iso_opt(r[30]),
-            archived_at=parse_iso_opt(r[31]),
-            archive_reason=r[32],
-            evidence=tuple(spans.get(r[1], ())),
-            entities=tuple(ents.get(r[1], ())),
+            id=r["id"],
+            namespace=r["namespace"],
+            subject=r["subject"],
+            predicate=r["predicate"],
+            value=r["value"],
+            text=r["text"],
+            qualifiers=tuple(json.loads(r["qualifiers"])),
+            polarity=r["polarity"],
+            scope=r["scope"],
+            importance=r["importance"],
+            confidence=r["confidence"],
+            language=r["language"],
+            content_hash=r["content_hash"],
+            slot_key=r["slot_key"],
+            value_key=r["value_key"],
+            status=r["status"],
+            valid_from=parse_iso_opt(r["valid_from"]),
+            valid_to=parse_iso_opt(r["valid_to"]),
+            recorded_at=parse_iso(r["recorded_at"]),
+            retracted_at=parse_iso_opt(r["retracted_at"]),
+            superseded_by=r["superseded_by"],
+            activation=r["activation"],
+            access_count=r["access_count"],
+            last_accessed_at=parse_iso_opt(r["last_accessed_at"]),
+            utility=r["utility"],
+            extractor=r["extractor"],
+            window_id=r["window_id"],
+            source=r["source"],
+            created_at=parse_iso_opt(r["created_at"]),
+            activation_at=parse_iso_opt(r["activation_at"]),
+            archived_at=parse_iso_opt(r["archived_at"]),
+            archive_reason=r["archive_reason"],
+            evidence=tuple(spans.get(r["id"], ())),
+            entities=tuple(ents.get(r["id"], ())),
         )
 
 
 def _records(conn: Any, params: dict[str, Any], vectors: bool) -> Iterator[Record]:
     """Every record of the export, in :data:`RECORD_ORDER`."""
-    for r in _pages(conn, "export_tombstones", params):
+    for r in _pages(conn, "export_tombstones", params, "id"):
         yield TombstoneRecord(
-            kind=r[1], key=r[2], namespace=r[3], reason=r[4], created_at=r[5], blocked=r[6]
+            kind=r["kind"],
+            key=r["key"],
+            namespace=r["namespace"],
+            reason=r["reason"],
+            created_at=r["created_at"],
+            blocked=r["blocked"],
         )
-    for r in _key_pages(conn, "export_sessions", params):
+    for r in _key_pages(conn, "export_sessions", params, ("namespace", "session_id")):
         yield SessionRecord(
-            namespace=r[0], session_id=r[1], session_kind=r[2], started_at=r[3], ended_at=r[4]
+            namespace=r["namespace"],
+            session_id=r["session_id"],
+            session_kind=r["session_kind"],
+            started_at=r["started_at"],
+            ended_at=r["ended_at"],
         )
-    for r in _pages(conn, "export_events", params):
+    for r in _pages(conn, "export_events", params, "seq"):
         yield EventRecord(
-            id=r[1],
-            namespace=r[2],
-            session_id=r[3],
-            role=r[4],
-            content=r[5],
-            content_hash=r[6],
-            occurred_at=r[7],
-            recorded_at=r[8],
-            origin_class=r[9],
-            session_kind=r[10],
-            metadata=json.loads(r[11]),
+            id=r["id"],
+            namespace=r["namespace"],
+            session_id=r["session_id"],
+            role=r["role"],
+            content=r["content"],
+            content_hash=r["content_hash"],
+            occurred_at=r["occurred_at"],
+            recorded_at=r["recorded_at"],
+            origin_class=r["origin_class"],
+            session_kind=r["session_kind"],
+            metadata=json.loads(r["metadata"]),
         )
     yield from _claim_records(conn, params)
-    for r in _key_pages(conn, "export_supersessions", params):
-        yield SupersessionRecord(old=r[0], new=r[1], reason=r[2], created_at=r[3])
-    for r in _key_pages(conn, "export_merges", params):
-        yield MergeRecord(
-            claim_id=r[0],
-            source_key=r[1],
-            stage=r[2],
-            similarity=r[3],
-            reason=r[4],
-            created_at=r[5],
-            source_hash=r[6],
+    for r in _key_pages(conn, "export_supersessions", params, ("old_claim_id", "new_claim_id")):
+        yield SupersessionRecord(
+            old=r["old_claim_id"],
+            new=r["new_claim_id"],
+            reason=r["reason"],
+            created_at=r["created_at"],
         )
-    for r in _pages(conn, "export_admission", params):
+    for r in _key_pages(conn, "export_merges", params, ("claim_id", "source_key")):
+        yield MergeRecord(
+            claim_id=r["claim_id"],
+            source_key=r["source_key"],
+            stage=r["stage"],
+            similarity=r["similarity"],
+            reason=r["reason"],
+            created_at=r["created_at"],
+            source_hash=r["source_hash"],
+        )
+    for r in _pages(conn, "export_admission", params, "id"):
         yield AdmissionRecord(
-            event_id=r[1], claim_key=r[2], mode=r[3], decision=r[4], rule=r[5], created_at=r[6]
+            event_id=r["event_id"],
+            claim_key=r["claim_key"],
+            mode=r["mode"],
+            decision=r["decision"],
+            rule=r["rule"],
+            created_at=r["created_at"],
         )
     if vectors:
-        for r in _pages(conn, "export_vectors", params):
+        for r in _pages(conn, "export_vectors", params, "seq"):
             yield VectorRecord(
-                owner_kind=r[1],
-                owner_id=r[2],
-                namespace=r[3],
-                model_id=r[4],
-                model_version=r[5],
-                dim=r[6],
-                vector=base64.b64encode(r[7]).decode("ascii"),
-                created_at=r[8],
+                owner_kind=r["owner_kind"],
+                owner_id=r["owner_id"],
+                namespace=r["namespace"],
+                model_id=r["model_id"],
+                model_version=r["model_version"],
+                dim=r["dim"],
+                vector=base64.b64encode(r["vector"]).decode("ascii"),
+                created_at=r["created_at"],
             )
 
 
@@ -243,10 +269,10 @@ def _export(
     try:
         conn.execute("BEGIN")  # one read transaction: every page comes from one snapshot
         counted = conn.execute(QUERIES["export_counts"], params).fetchone()
-        counts = dict(zip(RECORD_ORDER, (int(c) for c in counted), strict=True))
+        counts = {kind: int(counted[kind]) for kind in RECORD_ORDER}
         if not vectors:
             counts["vector"] = 0
-        names = tuple(r[0] for r in conn.execute(QUERIES["export_namespaces"], params))
+        names = tuple(r["namespace"] for r in conn.execute(QUERIES["export_namespaces"], params))
         header = Header(
             format=FORMAT,
             version=FORMAT_VERSION,

@@ -214,13 +214,14 @@ class Importer:
 
         def write(tx: SyncTx) -> tuple[set[str], int, int]:
             ids = json.dumps([r[0] for r in rows])
-            known = {r[0] for r in tx.fetchall("existing_event_ids", (ids,))}
+            known = {r["id"] for r in tx.fetchall("existing_event_ids", (ids,))}
             new = [r for r in rows if r[0] not in known]
             tx.executemany("insert_event", new)
             sessions = {(r[1], r[2]): (r[1], r[2], r[9], r[7]) for r in new}
             tx.executemany("insert_session", list(sessions.values()))
             stored = {
-                r[0] for r in tx.fetchall("existing_event_ids", (json.dumps([r[0] for r in new]),))
+                r["id"]
+                for r in tx.fetchall("existing_event_ids", (json.dumps([r[0] for r in new]),))
             }
             tx.executemany("fts_insert", [fts[i] for i in sorted(stored)])
             return stored, len(known), len(new) - len(stored)
@@ -355,15 +356,16 @@ class Importer:
     async def _decide(self, records: list[ClaimRecord], state: _State) -> list[_Decision]:
         decisions = [self._keys(r) for r in records]
         ids = json.dumps([d.record.id for d in decisions])
-        known = dict(
-            (r[0], r[1]) for r in await self.store.fetchall("import_known_claims", {"ids": ids})
-        )
+        known = {
+            r["id"]: r["held_by"]
+            for r in await self.store.fetchall("import_known_claims", {"ids": ids})
+        }
         same: dict[tuple[str, str], list[Any]] = {}
         keys = json.dumps(sorted({(d.record.namespace, d.chash) for d in decisions}))
         for r in await self.store.fetchall(
             "import_same_hash", {"keys": keys, "snapshot": state.snapshot}
         ):
-            same.setdefault((r[1], r[2]), []).append(r)
+            same.setdefault((r["namespace"], r["content_hash"]), []).append(r)
         slots: dict[tuple[str, str], list[Any]] = {}
         for d in decisions:
             slot = (d.record.namespace, d.skey)
@@ -418,9 +420,9 @@ class Importer:
         """Exact hash, then (current claims) the dedup stage's rules; else a new claim, placed
         by the conflict stage when its slot already holds a live claim of this store."""
         r = d.record
-        exact = [s for s in same if s[3] in ("active", "pending") or s[3] == r.status]
+        exact = [s for s in same if s["status"] in ("active", "pending") or s["status"] == r.status]
         if exact:
-            d.outcome, d.target, d.similarity = "merge", exact[0][0], 1.0
+            d.outcome, d.target, d.similarity = "merge", exact[0]["id"], 1.0
             d.reason = "import: exact (same subject, predicate, value, polarity, qualifiers)"
             return
         d.status = r.status
@@ -431,15 +433,15 @@ class Importer:
         for k in live:
             same_fact, sim, _ = atoms.same_fact(
                 r.text,
-                k[2],
+                k["text"],
                 a_subject=r.subject,
-                b_subject=k[1],
+                b_subject=k["subject"],
                 a_polarity=r.polarity,
-                b_polarity=k[3],
+                b_polarity=k["polarity"],
                 threshold=self.cfg.dedup.similarity_threshold,
             )
             if same_fact and (best is None or sim > best[0]):
-                best = (sim, k[0])
+                best = (sim, k["id"])
         if best is not None:
             d.outcome, d.target, d.similarity = "merge", best[1], best[0]
             d.reason = f"import: similar {best[0]:.2f}, every protected atom agrees"
@@ -456,9 +458,10 @@ class Importer:
             pairs += [["claim", r.id], ["slot", f"{r.namespace}:{d.chash}"]]
             pairs += [["claim", d.target]] if d.target else []
             events |= {e.event_id for e in r.evidence}
-        hits = {(h[0], h[1]) for h in tx.fetchall("tombstoned_any", (json.dumps(pairs),))}
-        gone = {h[0] for h in tx.fetchall("import_event_tombstoned", (json.dumps(sorted(events)),))}
-        present = {h[0] for h in tx.fetchall("existing_event_ids", (json.dumps(sorted(events)),))}
+        hits = {(h["kind"], h["key"]) for h in tx.fetchall("tombstoned_any", (json.dumps(pairs),))}
+        event_ids = json.dumps(sorted(events))
+        gone = {h["key"] for h in tx.fetchall("import_event_tombstoned", (event_ids,))}
+        present = {h["id"] for h in tx.fetchall("existing_event_ids", (event_ids,))}
         claims, evidence, merges, entities, links, fts = [], [], [], [], [], []
         for d in decisions:
             r = d.record

@@ -8,13 +8,25 @@ packet), the optional reranker (``rerank``) and the activation boosts recall wri
 
 from __future__ import annotations
 
-from hlmem.recall.items import first_claims, fold_keys, fold_order
+from hlmem.recall.items import (
+    CandidateClaim,
+    CandidateEvent,
+    EvidenceLink,
+    Scored,
+    first_claims,
+    fold_keys,
+    fold_order,
+)
 from hlmem.recall.recaller import Recaller
 from hlmem.recall.touches import Touches
 from hlmem.recall.understanding import name_candidates
 
 __all__ = [
+    "CandidateClaim",
+    "CandidateEvent",
+    "EvidenceLink",
     "Recaller",
+    "Scored",
     "Touches",
     "first_claims",
     "fold_keys",

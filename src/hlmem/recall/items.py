@@ -20,34 +20,131 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple, TypeVar
 
 from hlmem.clock import iso, parse_iso, parse_iso_opt
 from hlmem.gateway import estimate_tokens
 from hlmem.lang import normalize, redact
 from hlmem.messages import QueryParse, RecallEvidence, RecallItem
-from hlmem.store import SyncReader
+from hlmem.store import SyncReader, records
+
+# The rows recall reads come back as these records (fields read by name, at a tuple's cost:
+# recall reads a dozen fields of every candidate, and a name lookup on a ``Row`` costs several
+# times an index). A statement's columns are its record's fields in order: ``records`` checks
+# them; a packed row (SyncReader.fetch_packed) has no column names, and its SQL lists its
+# fields in the record's order.
+
+
+class CandidateClaim(NamedTuple):
+    """A ``recall_claims`` row: a candidate claim (any status)."""
+
+    id: str
+    namespace: str
+    subject: str
+    predicate: str
+    value: str
+    text: str
+    status: str
+    qualifiers: str  # a JSON array
+    polarity: int
+    importance: float
+    confidence: float
+    valid_from: str | None
+    valid_to: str | None
+    recorded_at: str
+    retracted_at: str | None
+    activation: float
+    utility: float
+    slot_key: str
+    value_key: str
+    content_hash: str
+    scope: str
+    #: when ``activation`` was evaluated (never: when the claim was stored)
+    since: str
+
+
+class CandidateEvent(NamedTuple):
+    """A packed ``recall_events`` row: a candidate event."""
+
+    id: str
+    session_id: str
+    role: str
+    content: str
+    occurred_at: str
+    recorded_at: str
+    origin_class: str
+    session_kind: str
+    content_hash: str  # of the normalised text
+
+
+class EvidenceLink(NamedTuple):
+    """A packed ``recall_claim_evidence`` row: an evidence link of a claim shown; session,
+    quote and time only when ``shown`` (the first and the latest links of the claim)."""
+
+    claim_id: str
+    event_id: str
+    session_id: Any  # these three: str when shown, else None
+    quote: Any
+    occurred_at: Any
+    seq: int
+    shown: int
+
+
+class EventClaims(NamedTuple):
+    """A packed ``recall_event_claims`` row: how many claims resting on an event are active,
+    and how many there are (active, superseded or archived)."""
+
+    event_id: str
+    active_claims: int
+    claims: int
+
+
+Candidate = CandidateClaim | CandidateEvent
+R = TypeVar("R", bound=tuple[Any, ...])
 
 
 def read_rows(
     reader: SyncReader, keys: Sequence[tuple[str, str]], namespace: str
-) -> dict[tuple[str, str], Any]:
+) -> dict[tuple[str, str], Candidate]:
     """The rows of the candidates ``keys`` ((kind, id): claims and events) that are in
     ``namespace``, by key; a statement per kind that has some."""
-    out: dict[tuple[str, str], Any] = {}
+    out: dict[tuple[str, str], Candidate] = {}
     claims = [item_id for kind, item_id in keys if kind == "claim"]
     if claims:
-        for r in reader.fetchall("recall_claims", (json.dumps(claims), namespace)):
-            out[("claim", r[0])] = r
+        found = reader.fetchall("recall_claims", (json.dumps(claims), namespace))
+        for c in records(CandidateClaim, found):
+            out[("claim", c.id)] = c
     events = [item_id for kind, item_id in keys if kind == "event"]
     if events:  # text only: packed (SyncReader.fetch_packed)
-        for r in reader.fetch_packed("recall_events", (json.dumps(events), namespace)):
-            out[("event", r[0])] = r
+        packed = reader.fetch_packed("recall_events", (json.dumps(events), namespace))
+        for e in _unpacked(CandidateEvent, packed):
+            out[("event", e.id)] = e
     return out
 
 
-def claim_visible(r: Any, parsed: QueryParse, now: datetime) -> bool:
-    status, valid_from, valid_to, recorded, retracted = r[6], r[11], r[12], r[13], r[14]
+def _unpacked(cls: type[R], packed: list[Any]) -> list[R]:
+    """Packed rows (lists of the SQL's values, in the record's order) as records of ``cls``."""
+    new = tuple.__new__
+    return [new(cls, r) for r in packed]
+
+
+def evidence_links(
+    reader: SyncReader, claims: list[str], per_item: int
+) -> dict[str, list[EvidenceLink]]:
+    """The evidence links of ``claims``, by claim, oldest first; the first and the latest
+    ``per_item`` - 1 of each with their session, quote and time."""
+    links = reader.fetch_packed(
+        "recall_claim_evidence", {"claims": json.dumps(claims), "shown": per_item}
+    )
+    out: dict[str, list[EvidenceLink]] = {}
+    for e in sorted(_unpacked(EvidenceLink, links), key=lambda e: (e.claim_id, e.seq)):
+        out.setdefault(e.claim_id, []).append(e)
+    return out
+
+
+def claim_visible(r: CandidateClaim, parsed: QueryParse, now: datetime) -> bool:
+    status, valid_from, valid_to = r.status, r.valid_from, r.valid_to
+    recorded, retracted = r.recorded_at, r.retracted_at
     # Archived claims (expired or long silent) are history: shown, marked, outside current.
     if status not in ("active", "superseded", "archived"):
         return False
@@ -65,15 +162,15 @@ def claim_visible(r: Any, parsed: QueryParse, now: datetime) -> bool:
     return True
 
 
-def event_visible(r: Any, parsed: QueryParse) -> bool:
+def event_visible(r: CandidateEvent, parsed: QueryParse) -> bool:
     """Whether an event was told by the time the query asks about; in current recall its
     claims also speak for it (:func:`claims_say_history`, asked apart)."""
-    if parsed.as_of is not None and r[5] > iso(parsed.as_of):
+    if parsed.as_of is not None and r.recorded_at > iso(parsed.as_of):
         return False  # not yet told then
     if parsed.period_end is not None:
-        if r[4] >= iso(parsed.period_end):
+        if r.occurred_at >= iso(parsed.period_end):
             return False  # said after the period the query names
-    elif parsed.valid_at is not None and r[4] > iso(parsed.valid_at):
+    elif parsed.valid_at is not None and r.occurred_at > iso(parsed.valid_at):
         return False  # not yet said then
     return True
 
@@ -84,9 +181,9 @@ def claims_speak(parsed: QueryParse) -> bool:
     return parsed.mode == "current" and parsed.as_of is None and parsed.valid_at is None
 
 
-def claims_say_history(counts: Any) -> bool:
+def claims_say_history(counts: EventClaims | None) -> bool:
     """A ``recall_event_claims`` row (``None``: no claim rests on the event) says history."""
-    return counts is not None and counts[2] > 0 and counts[1] == 0
+    return counts is not None and counts.claims > 0 and counts.active_claims == 0
 
 
 class Redactions(dict[str, str]):
@@ -101,7 +198,23 @@ class Redactions(dict[str, str]):
         return out
 
 
-Scored = tuple[float, bool, str, Any]  # score, is an event, id, row
+class Scored(NamedTuple):
+    """A visible candidate with its score."""
+
+    score: float
+    is_event: bool
+    id: str
+    row: Any  # CandidateEvent when is_event, else CandidateClaim
+
+
+class Shown(NamedTuple):
+    """An item :func:`fold_order` shows: the candidate and the ids folded into it."""
+
+    score: float
+    is_event: bool
+    id: str
+    row: Any  # as Scored.row
+    folded: tuple[str, ...]
 
 
 def fold_keys(scored: list[Scored]) -> dict[str, tuple[Any, ...]]:
@@ -109,9 +222,16 @@ def fold_keys(scored: list[Scored]) -> dict[str, tuple[Any, ...]]:
     status. The stored value, not the redacted one shown: two claims that differ only in a
     secret are two facts (and redacting every candidate's value cost milliseconds)."""
     return {
-        item_id: (normalize(r[2] or ""), r[3], normalize(r[4] or ""), r[8], r[6])
-        for _, is_event, item_id, r in scored
-        if not is_event
+        s.id: (
+            normalize(r.subject or ""),
+            r.predicate,
+            normalize(r.value or ""),
+            r.polarity,
+            r.status,
+        )
+        for s in scored
+        if not s.is_event
+        for r in (s.row,)
     }
 
 
@@ -119,7 +239,7 @@ def without_history_events(
     reader: SyncReader,
     scored: list[Scored],
     keys: dict[str, tuple[Any, ...]],
-    evidence: dict[str, list[Any]],
+    evidence: dict[str, list[EvidenceLink]],
     k: int,
 ) -> list[Scored]:
     """``scored`` without the events its first ``k`` items would show whose claims have all
@@ -133,14 +253,15 @@ def without_history_events(
     hidden: set[str] = set()
     read: set[str] = set()
     while True:
-        kept = [s for s in scored if not (s[1] and s[2] in hidden)]
+        kept = [s for s in scored if not (s.is_event and s.id in hidden)]
         # twice as many items as are shown (their first k are the items shown): the events of
         # the next k are read with them, so a hidden one rarely needs another read
         ahead = fold_order(kept, keys, evidence, 2 * k)
-        if all(e[2] in read for e in ahead[:k] if e[1]):
+        if all(e.id in read for e in ahead[:k] if e.is_event):
             return kept
-        todo = [e[2] for e in ahead if e[1] and e[2] not in read]
-        counts = {r[0]: r for r in reader.fetch_packed("recall_event_claims", (json.dumps(todo),))}
+        todo = [e.id for e in ahead if e.is_event and e.id not in read]
+        packed = reader.fetch_packed("recall_event_claims", (json.dumps(todo),))
+        counts = {c.event_id: c for c in _unpacked(EventClaims, packed)}
         read.update(todo)
         hidden.update(e for e in todo if claims_say_history(counts.get(e)))
 
@@ -149,9 +270,9 @@ def first_claims(scored: list[Scored], keys: dict[str, tuple[Any, ...]], k: int)
     """The best claim of each of the first ``k`` fold keys: every claim :func:`fold_order`
     returns is one of them (events only push claims out of the first ``k``)."""
     out: dict[tuple[Any, ...], str] = {}
-    for _, is_event, item_id, _r in scored:
-        if not is_event and keys[item_id] not in out:
-            out[keys[item_id]] = item_id
+    for s in scored:
+        if not s.is_event and keys[s.id] not in out:
+            out[keys[s.id]] = s.id
             if len(out) >= k:
                 break
     return list(out.values())
@@ -160,9 +281,9 @@ def first_claims(scored: list[Scored], keys: dict[str, tuple[Any, ...]], k: int)
 def fold_order(
     scored: list[Scored],
     keys: dict[str, tuple[Any, ...]],
-    evidence: dict[str, list[Any]],
+    evidence: dict[str, list[EvidenceLink]],
     k: int,
-) -> list[tuple[float, bool, str, Any, tuple[str, ...]]]:
+) -> list[Shown]:
     """The first ``k`` of ``scored`` (best first) after folding, each with the ids folded into
     it: a claim with the fold key (:func:`fold_keys`: subject, predicate, value, polarity,
     status) of a better ranked one folds into it, an event that is the evidence of a claim
@@ -170,22 +291,23 @@ def fold_order(
     text, normalised: a user who said it nine times) folds into that one. After ``k`` items only
     claims and events that fold into one of them are looked at.
     """
-    out: list[tuple[float, bool, str, Any, tuple[str, ...]]] = []
+    out: list[Scored] = []
     folded: list[list[str]] = []
     seen: dict[tuple[Any, ...], int] = {}
     said: dict[str, int] = {}  # an event's content hash (of its normalised text) -> its item
     shown_events: set[str] = set()
-    for score, is_event, item_id, r in scored:
-        if is_event:
+    for entry in scored:
+        item_id = entry.id
+        if entry.is_event:
             if item_id in shown_events:
                 continue
-            digest = r[8]
+            digest = entry.row.content_hash
             if digest in said:
                 if said[digest] < k:
                     folded[said[digest]].append(item_id)
             elif len(out) < k:
                 said[digest] = len(out)
-                out.append((score, True, item_id, r, ()))
+                out.append(entry)
                 folded.append([])
             continue
         key = keys[item_id]
@@ -197,47 +319,47 @@ def fold_order(
             seen[key] = k  # a new item past the k-th: what folds into it is not shown either
             continue
         seen[key] = len(out)
-        out.append((score, False, item_id, r, ()))
+        out.append(entry)
         folded.append([])
-        shown_events.update(e[1] for e in evidence.get(item_id, ()))
-    return [(*entry[:4], tuple(f)) for entry, f in zip(out, folded, strict=True)]
+        shown_events.update(e.event_id for e in evidence.get(item_id, ()))
+    return [Shown(*entry, tuple(f)) for entry, f in zip(out, folded, strict=True)]
 
 
 # --- items and the packet ---------------------------------------------------------------
 
 
 def claim_item(
-    r: Any,
+    r: CandidateClaim,
     score: float,
     channels: tuple[str, ...],
-    evidence: list[Any],
+    evidence: list[EvidenceLink],
     folded: tuple[str, ...],
     redacted: Redactions,
     quote_chars: int,
 ) -> RecallItem:
     return RecallItem(
-        id=r[0],
+        id=r.id,
         kind="claim",
-        text=redacted(r[5]),
+        text=redacted(r.text),
         score=score,
-        status=r[6],
-        subject=r[2],
-        predicate=r[3],
-        value=redacted(r[4]),
-        qualifiers=tuple(json.loads(r[7])),
-        polarity=r[8],
-        valid_from=parse_iso_opt(r[11]),
-        valid_to=parse_iso_opt(r[12]),
-        recorded_at=parse_iso(r[13]),
+        status=r.status,
+        subject=r.subject,
+        predicate=r.predicate,
+        value=redacted(r.value),
+        qualifiers=tuple(json.loads(r.qualifiers)),
+        polarity=r.polarity,
+        valid_from=parse_iso_opt(r.valid_from),
+        valid_to=parse_iso_opt(r.valid_to),
+        recorded_at=parse_iso(r.recorded_at),
         evidence=tuple(
             RecallEvidence(
-                event_id=e[1],
-                session_id=e[2],
-                quote=redacted(e[3])[:quote_chars],
-                occurred_at=parse_iso(e[4]),
+                event_id=e.event_id,
+                session_id=e.session_id,
+                quote=redacted(e.quote)[:quote_chars],
+                occurred_at=parse_iso(e.occurred_at),
             )
             for e in evidence
-            if e[6]  # the first and the latest (recall.evidence_per_item in all)
+            if e.shown  # the first and the latest (recall.evidence_per_item in all)
         ),
         evidence_total=len(evidence),
         channels=channels,
@@ -246,7 +368,7 @@ def claim_item(
 
 
 def event_item(
-    r: Any,
+    r: CandidateEvent,
     score: float,
     channels: tuple[str, ...],
     trusted: bool,
@@ -254,20 +376,20 @@ def event_item(
     redacted: Redactions,
     quote_chars: int,
 ) -> RecallItem:
-    text = redacted(r[3])
+    text = redacted(r.content)
     return RecallItem(
-        id=r[0],
+        id=r.id,
         kind="event",
         text=text,
         score=score,
         status="event",
-        recorded_at=parse_iso(r[5]),
+        recorded_at=parse_iso(r.recorded_at),
         evidence=(
             RecallEvidence(
-                event_id=r[0],
-                session_id=r[1],
+                event_id=r.id,
+                session_id=r.session_id,
                 quote=text[:quote_chars],
-                occurred_at=parse_iso(r[4]),
+                occurred_at=parse_iso(r.occurred_at),
             ),
         ),
         evidence_total=1,

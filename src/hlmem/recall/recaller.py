@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import anyio
 
@@ -51,12 +51,17 @@ from hlmem.messages import (
 )
 from hlmem.recall import understanding as query_mod
 from hlmem.recall.items import (
+    Candidate,
+    CandidateClaim,
+    CandidateEvent,
     Redactions,
+    Scored,
     claim_item,
     claim_visible,
     claims_speak,
     event_item,
     event_visible,
+    evidence_links,
     first_claims,
     fold_keys,
     fold_order,
@@ -129,7 +134,7 @@ class _Found:
 
     fts: list[FtsHit] = field(default_factory=list)
     vector: list[VectorHit] = field(default_factory=list)
-    rows: dict[tuple[str, str], Any] = field(default_factory=dict)
+    rows: dict[tuple[str, str], Candidate] = field(default_factory=dict)
     read: set[tuple[str, str]] = field(default_factory=set)  # absent from rows: not there
 
 
@@ -263,7 +268,7 @@ class Recaller:
         appended to ``into``, where the full-text search queued behind finds it."""
         head = reader.fetchall("vector_head")[0] if self.index is not None else None
         known = [
-            (r[0], r[1])
+            (r["name"], r["kind"])
             for names in query_mod.name_batches(text)
             for r in reader.fetchall(
                 "recall_known_entities", (namespace, json.dumps(names, ensure_ascii=False))
@@ -287,7 +292,7 @@ class Recaller:
         if self.rc.entity_constraint == "off" or not parsed.entities:
             return None
         allow = {
-            r[0]
+            r["claim_id"]
             for r in reader.fetchall(
                 "recall_entity_claims", (namespace, json.dumps(list(parsed.entities)))
             )
@@ -311,7 +316,7 @@ class Recaller:
         ranking needs, read while the vector scan (usually the longer) still runs."""
         rc = self.rc
 
-        def search(reader: SyncReader) -> tuple[list[FtsHit], dict[tuple[str, str], Any]]:
+        def search(reader: SyncReader) -> tuple[list[FtsHit], dict[tuple[str, str], Candidate]]:
             if not plan:  # understanding the query failed: recall raises that
                 return [], {}
             hits = fts_search_sync(
@@ -407,44 +412,37 @@ class Recaller:
         rows = found.rows | read_rows(
             reader, [key for key in candidates if key not in found.read], scope.namespace
         )
-        claims = [r for key, r in rows.items() if key[0] == "claim"]
-        events = [r for key, r in rows.items() if key[0] == "event"]
-        scored: list[tuple[float, bool, str, Any]] = []
+        claims = cast(list[CandidateClaim], [r for key, r in rows.items() if key[0] == "claim"])
+        events = cast(list[CandidateEvent], [r for key, r in rows.items() if key[0] == "event"])
+        scored: list[Scored] = []
         for r in claims:
             if not claim_visible(r, parsed, now):
                 continue
             # Activation as decayed to now (hlmem.claims.activation), not as last written down.
             activation = lifecycle.current(
                 self.cfg.maintenance,
-                activation=r[15],
-                since=r[21],
-                scope=r[20],
-                importance=r[9],
+                activation=r.activation,
+                since=r.since,
+                scope=r.scope,
+                importance=r.importance,
                 now=now,
             )
-            signals = self._signals(r[9], r[13], activation, r[16], now)
-            score = candidates[("claim", r[0])].fused(self.rc.rrf_k) * signals
-            scored.append((score, False, r[0], r))
+            signals = self._signals(r.importance, r.recorded_at, activation, r.utility, now)
+            score = candidates[("claim", r.id)].fused(self.rc.rrf_k) * signals
+            scored.append(Scored(score, False, r.id, r))
         trust: dict[str, bool] = {}
-        for r in events:
-            trusted = untrusted_rule(self.policy, r[6], r[7]) is None
-            if not (trusted or scope.include_untrusted) or not event_visible(r, parsed):
+        for e in events:
+            trusted = untrusted_rule(self.policy, e.origin_class, e.session_kind) is None
+            if not (trusted or scope.include_untrusted) or not event_visible(e, parsed):
                 continue
-            trust[r[0]] = trusted
-            signals = self._signals(_EVENT_IMPORTANCE, r[5], 0.0, 0.0, now)
-            score = candidates[("event", r[0])].fused(self.rc.rrf_k) * signals
-            scored.append((score, True, r[0], r))
-        scored.sort(key=lambda s: (-s[0], s[1], s[2]))
+            trust[e.id] = trusted
+            signals = self._signals(_EVENT_IMPORTANCE, e.recorded_at, 0.0, 0.0, now)
+            score = candidates[("event", e.id)].fused(self.rc.rrf_k) * signals
+            scored.append(Scored(score, True, e.id, e))
+        scored.sort(key=lambda s: (-s.score, s.is_event, s.id))
         keys = fold_keys(scored)
         shown = first_claims(scored, keys, k)  # every claim item is one of these
-        evidence: dict[str, list[Any]] = {}
-        if shown:
-            links = reader.fetch_packed(
-                "recall_claim_evidence",
-                {"claims": json.dumps(shown), "shown": self.rc.evidence_per_item},
-            )
-            for r in sorted(links, key=lambda r: (r[0], r[5])):  # by claim, oldest first
-                evidence.setdefault(r[0], []).append(r)
+        evidence = evidence_links(reader, shown, self.rc.evidence_per_item) if shown else {}
         if claims_speak(parsed):
             scored = without_history_events(reader, scored, keys, evidence, k)
         redacted, quote_chars = Redactions(), self.rc.quote_chars

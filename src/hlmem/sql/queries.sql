@@ -12,8 +12,9 @@ SELECT 1 FROM events WHERE id >= 'jl_' AND id < 'jl`' LIMIT 1;
 
 -- name: line_event_ids
 -- Per prefix jl_<line hash>_ of the JSON array, the first event whose id starts with it.
-SELECT p.value, (SELECT e.id FROM events AS e WHERE e.id >= p.value AND e.id < p.value || '~'
-                 ORDER BY e.id LIMIT 1)
+SELECT p.value AS prefix,
+       (SELECT e.id FROM events AS e WHERE e.id >= p.value AND e.id < p.value || '~'
+        ORDER BY e.id LIMIT 1) AS event_id
 FROM json_each(?) AS p;
 
 -- name: insert_event
@@ -38,7 +39,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT DO NOTHING;
 
 -- name: count_backlog
-SELECT coalesce(sum(size), 0) FROM jobs WHERE status IN ('todo', 'doing');
+SELECT coalesce(sum(size), 0) AS backlog FROM jobs WHERE status IN ('todo', 'doing');
 
 -- name: count_backlog_kind
 SELECT coalesce(sum(size), 0) FROM jobs WHERE kind = ? AND status IN ('todo', 'doing');
@@ -193,7 +194,8 @@ SELECT count(*) FROM sessions;
 
 -- name: admission_counts
 -- Admission decisions by level (event: provenance; claim: the gate) and outcome.
-SELECT CASE WHEN claim_key IS NULL THEN 'event' ELSE 'claim' END, decision, count(*)
+SELECT CASE WHEN claim_key IS NULL THEN 'event' ELSE 'claim' END AS level, decision,
+       count(*) AS n
 FROM admission_decisions GROUP BY 1, 2;
 
 -- name: claim_counts
@@ -435,7 +437,7 @@ WHERE c.id IN (SELECT value FROM json_each(?))
 -- name: events_to_embed
 -- The texts (their first :max_chars characters) and namespaces of the given events that lack
 -- a vector of this model and version.
-SELECT e.id, substr(e.content, 1, :max_chars), e.namespace FROM events e
+SELECT e.id, substr(e.content, 1, :max_chars) AS text, e.namespace FROM events e
 WHERE e.id IN (SELECT value FROM json_each(:ids))
   AND NOT EXISTS (SELECT 1 FROM vectors v
                   WHERE v.owner_kind = 'event' AND v.owner_id = e.id
@@ -443,7 +445,7 @@ WHERE e.id IN (SELECT value FROM json_each(:ids))
 
 -- name: events_lacking_vectors
 -- Events a window has indexed (so they are recallable) without a vector of this model.
-SELECT e.id, substr(e.content, 1, :max_chars), e.namespace FROM events e
+SELECT e.id, substr(e.content, 1, :max_chars) AS text, e.namespace FROM events e
 WHERE EXISTS (SELECT 1 FROM recall_docs d WHERE d.kind = 'event' AND d.item_id = e.id)
   AND NOT EXISTS (SELECT 1 FROM vectors v
                   WHERE v.owner_kind = 'event' AND v.owner_id = e.id

@@ -29,7 +29,7 @@ SELECT j.key,
             WHERE recall_fts MATCH CASE WHEN scope.scoped
                                         THEN :token || ' AND body : (' || j.value || ')'
                                         ELSE 'body : (' || j.value || ')' END
-            LIMIT :cap)),
+            LIMIT :cap)) AS n,
        scope.scoped
 FROM json_each(:terms) AS j, scope;
 
@@ -40,7 +40,7 @@ SELECT EXISTS (
     SELECT 1 FROM (SELECT rowid AS rid FROM recall_fts WHERE recall_fts MATCH :match LIMIT :cap) AS f
     CROSS JOIN recall_docs AS d ON d.id = f.rid
     WHERE d.namespace = :namespace
-);
+) AS held;
 
 -- name: fts_version
 -- The version of the full-text index: FTS5's structure record, rewritten by every committed

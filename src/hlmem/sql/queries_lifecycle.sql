@@ -35,7 +35,7 @@ WHERE event_id IN (SELECT value FROM json_each(:events))
 -- Events of :events that unfinished pipeline work still reads: a windower, admission or dedup
 -- job not done (other than :exclude_jobs, the caller's own) naming the event, or a window of
 -- the event that is open or not yet extracted. Their claims may not exist yet.
-SELECT e.value FROM json_each(:events) e
+SELECT e.value AS event_id FROM json_each(:events) e
 WHERE EXISTS (SELECT 1 FROM jobs j
               WHERE j.status IN ('todo', 'doing', 'failed', 'parked')
                 AND j.kind IN ('windower', 'admission', 'dedup')
@@ -59,15 +59,17 @@ WHERE claim_id IN (SELECT value FROM json_each(?));
 SELECT
     (SELECT count(*) FROM vectors
      WHERE (owner_kind = 'claim' AND owner_id IN (SELECT value FROM json_each(:claims)))
-        OR (owner_kind = 'event' AND owner_id IN (SELECT value FROM json_each(:events)))),
+        OR (owner_kind = 'event' AND owner_id IN (SELECT value FROM json_each(:events))))
+        AS vectors,
     (SELECT count(*) FROM recall_docs
      WHERE (kind = 'claim' AND item_id IN (SELECT value FROM json_each(:claims)))
-        OR (kind = 'event' AND item_id IN (SELECT value FROM json_each(:events)))),
+        OR (kind = 'event' AND item_id IN (SELECT value FROM json_each(:events))))
+        AS fts_rows,
     (SELECT count(*) FROM evidence
      WHERE claim_id IN (SELECT value FROM json_each(:claims))
-        OR event_id IN (SELECT value FROM json_each(:events))),
+        OR event_id IN (SELECT value FROM json_each(:events))) AS evidence_links,
     (SELECT count(DISTINCT observation_id) FROM observation_sources
-     WHERE claim_id IN (SELECT value FROM json_each(:claims)));
+     WHERE claim_id IN (SELECT value FROM json_each(:claims))) AS observations_invalidated;
 
 -- name: insert_tombstone
 INSERT OR IGNORE INTO tombstones (kind, key, namespace, reason, created_at)
@@ -130,7 +132,7 @@ WHERE namespace = ? AND session_id = ?
                   WHERE e.namespace = sessions.namespace AND e.session_id = sessions.session_id);
 
 -- name: forget_tombstone_counts
-SELECT kind, count(*), coalesce(sum(blocked), 0) FROM tombstones GROUP BY kind;
+SELECT kind, count(*) AS n, coalesce(sum(blocked), 0) AS blocked FROM tombstones GROUP BY kind;
 
 -- name: forget_tombstone_of
 SELECT kind, created_at, reason FROM tombstones WHERE kind = ? AND key = ?;
@@ -140,7 +142,8 @@ SELECT kind, created_at, reason FROM tombstones WHERE kind = ? AND key = ?;
 -- tombstone that drops it on arrival (the tests of trigger events_drop_forgotten, 0006): the
 -- forget that stopped it, not the event tombstone the trigger adds. (event id, kind, created_at,
 -- reason); events no tombstone drops are not listed.
-SELECT json_extract(j.value, '$[0]'), t.kind, t.created_at, t.reason, min(t.id)
+SELECT json_extract(j.value, '$[0]') AS event_id, t.kind, t.created_at, t.reason,
+       min(t.id) AS tombstone_id
 FROM json_each(?) j
 JOIN tombstones t
   ON (t.kind = 'event' AND t.key = json_extract(j.value, '$[0]'))
@@ -232,7 +235,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?);
 
 -- name: correction_target
 -- The claim a user correction replaces, named in its event's metadata by hlmem.lifecycle.correct.
-SELECT json_extract(e.metadata, '$.correct.claim_id')
+SELECT json_extract(e.metadata, '$.correct.claim_id') AS claim_id
 FROM evidence ev JOIN events e ON e.id = ev.event_id
 WHERE ev.claim_id = ? AND json_extract(e.metadata, '$.correct.claim_id') IS NOT NULL
 LIMIT 1;

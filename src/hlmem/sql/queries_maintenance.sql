@@ -6,7 +6,8 @@
 
 -- name: lifecycle_activation_rows
 -- The stored activation of the given claims and when it was evaluated (never: when stored).
-SELECT id, activation, coalesce(activation_at, created_at, recorded_at), scope, importance
+SELECT id, activation, coalesce(activation_at, created_at, recorded_at) AS since, scope,
+       importance
 FROM claims
 WHERE id IN (SELECT value FROM json_each(?)) AND status != 'forgotten';
 
@@ -59,8 +60,8 @@ WHERE id IN (SELECT observation_id FROM observation_sources
 -- The next active claims after rowid :after, with their activation's reference time and their
 -- last access (never: when stored).
 SELECT rowid, id, scope, importance, activation,
-       coalesce(activation_at, created_at, recorded_at),
-       coalesce(last_accessed_at, created_at, recorded_at)
+       coalesce(activation_at, created_at, recorded_at) AS since,
+       coalesce(last_accessed_at, created_at, recorded_at) AS last_access
 FROM claims
 WHERE rowid > :after AND status = 'active'
 ORDER BY rowid
@@ -95,8 +96,8 @@ LIMIT :limit;
 
 -- name: maintenance_merge_rows
 -- Both sides of planned merges, re-read inside the transaction: only still-active ones merge.
-SELECT id, activation, coalesce(activation_at, created_at, recorded_at), scope, importance,
-       access_count, last_accessed_at, utility
+SELECT id, activation, coalesce(activation_at, created_at, recorded_at) AS since, scope,
+       importance, access_count, last_accessed_at, utility
 FROM claims
 WHERE id IN (SELECT value FROM json_each(?)) AND status = 'active';
 
@@ -177,7 +178,7 @@ DELETE FROM jobs WHERE id IN (
 );
 
 -- name: maintenance_vector_log_head
-SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'vector_deletions'), 0);
+SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'vector_deletions'), 0) AS head;
 
 -- name: maintenance_prune_vector_log
 DELETE FROM vector_deletions WHERE seq IN (

@@ -16,23 +16,25 @@ ORDER BY 1;
 -- What the export will hold, read in its snapshot: the header records it, and import checks
 -- that the file holds exactly that much (a truncated file is refused).
 SELECT
-    (SELECT count(*) FROM tombstones WHERE :ns IS NULL OR namespace = :ns),
-    (SELECT count(*) FROM sessions WHERE :ns IS NULL OR namespace = :ns),
-    (SELECT count(*) FROM events WHERE :ns IS NULL OR namespace = :ns),
-    (SELECT count(*) FROM claims WHERE status != 'pending' AND (:ns IS NULL OR namespace = :ns)),
+    (SELECT count(*) FROM tombstones WHERE :ns IS NULL OR namespace = :ns) AS tombstone,
+    (SELECT count(*) FROM sessions WHERE :ns IS NULL OR namespace = :ns) AS session,
+    (SELECT count(*) FROM events WHERE :ns IS NULL OR namespace = :ns) AS event,
+    (SELECT count(*) FROM claims WHERE status != 'pending' AND (:ns IS NULL OR namespace = :ns))
+        AS claim,
     (SELECT count(*) FROM supersessions s
      JOIN claims o ON o.id = s.old_claim_id JOIN claims n ON n.id = s.new_claim_id
      WHERE o.status != 'pending' AND n.status != 'pending'
-       AND (:ns IS NULL OR o.namespace = :ns)),
+       AND (:ns IS NULL OR o.namespace = :ns)) AS supersession,
     (SELECT count(*) FROM claim_merges m JOIN claims c ON c.id = m.claim_id
-     WHERE c.status != 'pending' AND (:ns IS NULL OR c.namespace = :ns)),
+     WHERE c.status != 'pending' AND (:ns IS NULL OR c.namespace = :ns)) AS merge,
     (SELECT count(*) FROM admission_decisions a JOIN events e ON e.id = a.event_id
-     WHERE :ns IS NULL OR e.namespace = :ns),
+     WHERE :ns IS NULL OR e.namespace = :ns) AS admission,
     (SELECT count(*) FROM vectors v
      WHERE v.model_id = :model AND v.model_version = :version AND v.dim = :dim
        AND (:ns IS NULL OR v.namespace = :ns)
        AND (v.owner_kind = 'event' OR EXISTS (SELECT 1 FROM claims c
-            WHERE v.owner_kind = 'claim' AND c.id = v.owner_id AND c.status != 'pending')));
+            WHERE v.owner_kind = 'claim' AND c.id = v.owner_id AND c.status != 'pending')))
+        AS vector;
 
 -- name: export_tombstones
 SELECT id, kind, key, namespace, reason, created_at, blocked FROM tombstones
@@ -142,7 +144,7 @@ UPDATE claims SET superseded_by = ? WHERE id = ? AND superseded_by IS NULL;
 -- name: import_known_claims
 -- Which of the given ids are claims already, or were merged into one by an earlier import
 -- (claim id, the claim holding it).
-SELECT id, id FROM claims WHERE id IN (SELECT value FROM json_each(:ids))
+SELECT id, id AS held_by FROM claims WHERE id IN (SELECT value FROM json_each(:ids))
 UNION ALL
 SELECT source_key, claim_id FROM claim_merges
 WHERE stage = 'import' AND source_key IN (SELECT value FROM json_each(:ids));
@@ -177,7 +179,8 @@ SELECT id, kind, key, namespace, reason, created_at, blocked FROM tombstones ORD
 
 -- name: restore_missing
 -- Which of the given [kind, key] pairs the (restored) store has no tombstone for.
-SELECT json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]') FROM json_each(?) j
+SELECT json_extract(j.value, '$[0]') AS kind, json_extract(j.value, '$[1]') AS key
+FROM json_each(?) j
 WHERE NOT EXISTS (SELECT 1 FROM tombstones t
                   WHERE t.kind = json_extract(j.value, '$[0]')
                     AND t.key = json_extract(j.value, '$[1]'));
@@ -205,12 +208,12 @@ JOIN json_each(?) j ON v.owner_kind = json_extract(j.value, '$[0]')
 -- --- backup ----------------------------------------------------------------------------------
 
 -- name: backup_is_hlmem
-SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations';
+SELECT count(*) AS present FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations';
 
 -- name: backup_has_tombstones
-SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'tombstones';
+SELECT count(*) AS present FROM sqlite_master WHERE type = 'table' AND name = 'tombstones';
 
 -- name: backup_snapshot
 -- What a backup holds, read in its snapshot: the highest tombstone id, events, claims.
-SELECT (SELECT coalesce(max(id), 0) FROM tombstones), (SELECT count(*) FROM events),
-       (SELECT count(*) FROM claims);
+SELECT (SELECT coalesce(max(id), 0) FROM tombstones) AS tombstone_max_id,
+       (SELECT count(*) FROM events) AS events, (SELECT count(*) FROM claims) AS claims;

@@ -1,21 +1,23 @@
 -- Named queries of recall (hlmem.recall.recaller): candidates' rows, entities, activation, feedback.
 
 -- name: recall_claims
--- The candidate claims' rows (any status; recall filters by mode and time). The last column
--- is when `activation` was evaluated: recall decays it to now (hlmem.claims.activation). The ids lead:
+-- The candidate claims' rows (any status; recall filters by mode and time), the fields of
+-- hlmem.recall.items.CandidateClaim in its order. The last column (since) is when `activation`
+-- was evaluated: recall decays it to now (hlmem.claims.activation). The ids lead:
 -- `+namespace` keeps the planner off the namespace indexes, which would scan every claim of
 -- the namespace (and did: 46 ms at 10k claims, growing with the namespace) instead of looking
 -- up the few ids.
 SELECT id, namespace, subject, predicate, value, text, status, qualifiers, polarity,
        importance, confidence, valid_from, valid_to, recorded_at, retracted_at, activation,
        utility, slot_key, value_key, content_hash, scope,
-       coalesce(activation_at, created_at, recorded_at)
+       coalesce(activation_at, created_at, recorded_at) AS since
 FROM claims
 WHERE id IN (SELECT value FROM json_each(?)) AND +namespace = ?;
 
 -- name: recall_claim_evidence
 -- The evidence of the claims shown, packed (SyncReader.fetch_packed): rows [claim_id,
--- event_id, session_id, quote, occurred_at, seq, shown], to be sorted by claim and seq. Every
+-- event_id, session_id, quote, occurred_at, seq, shown] (hlmem.recall.items.EvidenceLink), to be
+-- sorted by claim and seq. Every
 -- link comes back (recall folds away the events a shown claim rests on), but only the first
 -- and the latest :shown - 1 of each claim with their quote, session and time (shown = 1; the
 -- others carry nulls): a claim told hundreds of times would otherwise put every telling into
@@ -37,8 +39,9 @@ FROM (
 -- The candidate events' rows. Looked up by id, like recall_claims (hence `+namespace`). Whether
 -- an event's claims are still believed is asked apart (recall_event_claims), and only for the
 -- events that could be shown: it walks each event's evidence and claims, which cost as much as
--- the rows themselves. Packed (SyncReader.fetch_packed; every column is text). The content
--- hash (of the normalised text) last: events that say the same words fold into one item.
+-- the rows themselves. Packed (SyncReader.fetch_packed; every column is text), the fields of
+-- hlmem.recall.items.CandidateEvent in its order. The content hash (of the normalised text)
+-- last: events that say the same words fold into one item.
 SELECT json_group_array(json_array(e.id, e.session_id, e.role, e.content, e.occurred_at,
                                    e.recorded_at, e.origin_class, e.session_kind,
                                    e.content_hash))
@@ -49,7 +52,8 @@ WHERE e.id IN (SELECT value FROM json_each(?)) AND +e.namespace = ?;
 -- Of the given events (JSON array of ids), how many of their claims are believed now (active)
 -- and how many rest on them at all (active, superseded or archived): an event whose claims
 -- were all superseded or archived is history. Events no claim rests on have no row. Packed
--- (SyncReader.fetch_packed).
+-- (SyncReader.fetch_packed): rows [event_id, active_claims, claims]
+-- (hlmem.recall.items.EventClaims).
 SELECT json_group_array(json_array(event_id, active_claims, claims)) FROM (
     SELECT ev.event_id,
            count(CASE WHEN c.status = 'active' THEN 1 END) AS active_claims,

@@ -48,7 +48,7 @@ DELETE FROM vector_deletions WHERE seq <= :upto;
 -- Rows of one model version per (namespace, owner kind), from the covering index alone (no
 -- dim check: that would read every row): the numpy index sizes its partitions with it
 -- before a full load.
-SELECT namespace, owner_kind, count(*) FROM vectors
+SELECT namespace, owner_kind, count(*) AS n FROM vectors
 WHERE model_id = :model AND model_version = :version
 GROUP BY namespace, owner_kind;
 

@@ -133,10 +133,11 @@ class Admission(Stage[_Gated]):
             events |= {e.event_id for e in c.draft.evidence}
         pairs += [["event", e] for e in sorted(events)]
         hits = {
-            (r[0], r[1]) for r in await self.store.fetchall("tombstoned_any", (json.dumps(pairs),))
+            (r["kind"], r["key"])
+            for r in await self.store.fetchall("tombstoned_any", (json.dumps(pairs),))
         }
         present = {
-            r[0]
+            r["id"]
             for r in await self.store.fetchall("existing_event_ids", (json.dumps(sorted(events)),))
         }
         return {
@@ -160,7 +161,9 @@ class Admission(Stage[_Gated]):
         rows = await self.store.fetchall("forget_request_event", (span.event_id,))
         if not rows or not is_forget_request(span.quote):
             return _Request(job_id, c, "forget_request:invalid")
-        seq, ns, session, role, origin, kind = rows[0]
+        r = rows[0]
+        seq, ns, session = r["seq"], r["namespace"], r["session_id"]
+        role, origin, kind = r["role"], r["origin_class"], r["session_kind"]
         if (
             role != "user"
             or origin not in _REQUEST_ORIGINS
@@ -170,13 +173,15 @@ class Admission(Stage[_Gated]):
         before = await self.store.fetchall(
             "forget_user_events_before", (ns, session, seq, REQUEST_LOOKBACK_EVENTS)
         )
-        event_id = next((r[0] for r in before if _could_hold_memory(r[1])), None)
+        event_id = next((b["id"] for b in before if _could_hold_memory(b["content"])), None)
         if event_id is None:
             return _Request(job_id, c, "forget_request:nothing", ns)
         params = {"events": json.dumps([event_id]), "exclude_jobs": json.dumps(exclude)}
         if await self.store.fetchall("forget_events_in_flight", params):
             raise ForgetPending(f"forget request {span.event_id}: event {event_id} is in flight")
-        admitted = [r[0] for r in await self.store.fetchall("forget_admitted_keys", (event_id,))]
+        admitted = [
+            a["claim_key"] for a in await self.store.fetchall("forget_admitted_keys", (event_id,))
+        ]
         if await self.store.fetchall("forget_unsettled_keys", (json.dumps(admitted),)):
             raise ForgetPending(f"forget request {span.event_id}: claims of {event_id} in flight")
         mine = tuple(b for b in batch if b.draft.evidence[0].event_id == event_id)

@@ -52,6 +52,20 @@ class _Row:
     valid_to: str | None
     recorded_at: str
 
+    @classmethod
+    def from_row(cls, r: Any) -> _Row:
+        """From a ``claim_for_conflict`` or ``slot_timeline`` row."""
+        return cls(
+            r["id"],
+            r["value"],
+            tuple(json.loads(r["qualifiers"])),
+            r["polarity"],
+            r["status"],
+            r["valid_from"],
+            r["valid_to"],
+            r["recorded_at"],
+        )
+
     @property
     def starts(self) -> str:
         """Where the claim starts on the valid-time axis (said-without-time: when said)."""
@@ -81,27 +95,28 @@ class Conflict(Stage[None]):
         pending = []
         for claim_id in ids:
             rows = tx.fetchall("claim_for_conflict", (claim_id,))
-            if rows and rows[0][9] == "pending":  # a replayed job finds its claims placed
+            if rows and rows[0]["status"] == "pending":  # a replayed job finds its claims placed
                 pending.append(rows[0])
         # Oldest valid time first, so a batch holding a whole history lands in order.
-        pending.sort(key=lambda r: (r[10] or r[12], r[12]))
+        pending.sort(key=lambda r: (r["valid_from"] or r["recorded_at"], r["recorded_at"]))
         placed: list[str] = []
         now = iso(self.clock.now())
         for row in pending:
             if self._place(tx, row, now):
-                placed.append(row[0])
+                placed.append(row["id"])
         if not placed:
             return []
         return [JobSpec(JobKind.EMBEDDER, EmbedClaims(claim_ids=tuple(placed)), size=len(placed))]
 
     def _place(self, tx: SyncTx, r: Any, now: str) -> bool:
         """Place pending claim ``r``; False when it was folded into the claim it repeats."""
-        new = _Row(r[0], r[4], tuple(json.loads(r[5])), r[6], r[9], r[10], r[11], r[12])
-        namespace, predicate, slot_key, value_key = r[1], r[3], r[7], r[8]
-        corrects = self._corrected(tx, new.id) if r[13] == CORRECTION_EXTRACTOR else None
+        new = _Row.from_row(r)
+        namespace, predicate = r["namespace"], r["predicate"]
+        slot_key, value_key = r["slot_key"], r["value_key"]
+        corrects = self._corrected(tx, new.id) if r["extractor"] == CORRECTION_EXTRACTOR else None
         multi = self.lexicon.is_multi_valued(predicate)
         timeline = [
-            _Row(t[0], t[1], tuple(json.loads(t[2])), t[3], t[4], t[5], t[6], t[7])
+            _Row.from_row(t)
             for t in tx.fetchall(
                 "slot_timeline",
                 {
@@ -170,11 +185,10 @@ class Conflict(Stage[None]):
     def _corrected(tx: SyncTx, claim_id: str) -> _Row | None:
         """The still active claim a user correction names (its event's metadata), if any."""
         target = tx.fetchall("correction_target", (claim_id,))
-        rows = tx.fetchall("claim_for_conflict", (target[0][0],)) if target else []
-        if not rows or rows[0][9] != "active":
+        rows = tx.fetchall("claim_for_conflict", (target[0]["claim_id"],)) if target else []
+        if not rows or rows[0]["status"] != "active":
             return None
-        t = rows[0]
-        return _Row(t[0], t[4], tuple(json.loads(t[5])), t[6], t[9], t[10], t[11], t[12])
+        return _Row.from_row(rows[0])
 
     def _cut_previous(self, tx: SyncTx, timeline: list[_Row], new: _Row) -> None:
         before = [t for t in timeline if t.starts < new.starts and t.status == "superseded"]

@@ -59,6 +59,11 @@ class _Known:
     text: str
     polarity: int
 
+    @classmethod
+    def from_row(cls, r: Any) -> _Known:
+        """From a ``slot_candidates`` or ``slot_claims_since`` row."""
+        return cls(r["id"], r["subject"], r["text"], r["polarity"])
+
 
 @dataclass
 class _Decision:
@@ -123,7 +128,7 @@ class Dedup(Stage[_Prepared]):
             for c in j.payload.candidates
         ]
         by_hash = {
-            (r[1], r[2]): r[0]
+            (r["namespace"], r["content_hash"]): r["id"]
             for r in await self.store.fetchall(
                 "claims_by_hash",
                 (json.dumps([[d.candidate.namespace, d.chash] for d in decisions]),),
@@ -136,7 +141,7 @@ class Dedup(Stage[_Prepared]):
                 rows = await self.store.fetchall(
                     "slot_candidates", (key[0], key[1], self.cfg.candidates_max)
                 )
-                slots[key] = [_Known(r[0], r[1], r[2], r[3]) for r in rows]
+                slots[key] = [_Known.from_row(r) for r in rows]
 
         def decide() -> None:
             for d in decisions:
@@ -297,16 +302,16 @@ class Dedup(Stage[_Prepared]):
             "slot_claims_since",
             (prepared.snapshot, json.dumps(sorted({d.skey for d in fresh}))),
         )
-        rows = [r for r in rows if r[0] not in mine]
+        rows = [r for r in rows if r["id"] not in mine]
         for d in fresh:
             c = d.candidate
             for r in rows:
-                if (r[1], r[2]) != (c.namespace, d.skey):
+                if (r["namespace"], r["slot_key"]) != (c.namespace, d.skey):
                     continue
-                if r[3] == d.chash:
-                    d.merge(r[0], 1.0, "exact: same subject, predicate, value, polarity")
+                if r["content_hash"] == d.chash:
+                    d.merge(r["id"], 1.0, "exact: same subject, predicate, value, polarity")
                     break
-                self._compare(d, [_Known(r[0], r[4], r[5], r[6])])
+                self._compare(d, [_Known.from_row(r)])
                 if d.target is not None:
                     break
 
@@ -325,8 +330,9 @@ class Dedup(Stage[_Prepared]):
             pairs += [["claim", c.key], ["slot", tombstone_key(c.namespace, c.draft)]]
             pairs += [["claim", d.target]] if d.target is not None else []
             events |= {e.event_id for e in c.draft.evidence}
-        hits = {(r[0], r[1]) for r in tx.fetchall("tombstoned_any", (json.dumps(pairs),))}
-        present = {r[0] for r in tx.fetchall("existing_event_ids", (json.dumps(sorted(events)),))}
+        hits = {(r["kind"], r["key"]) for r in tx.fetchall("tombstoned_any", (json.dumps(pairs),))}
+        event_ids = json.dumps(sorted(events))
+        present = {r["id"] for r in tx.fetchall("existing_event_ids", (event_ids,))}
         dropped: set[str] = set()
         for d in live:
             c = d.candidate

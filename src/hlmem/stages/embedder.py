@@ -99,19 +99,19 @@ class Embedder(Stage[_Embedded]):
             rows = await self.store.fetchall(
                 "claims_to_embed", {"ids": json.dumps(claim_ids), **model}
             )
-            texts.update((("claim", r[0]), (r[1], None)) for r in rows)
+            texts.update((("claim", r["id"]), (r["text"], None)) for r in rows)
         if event_ids:
             rows = await self.store.fetchall(
                 "events_to_embed", {"ids": json.dumps(event_ids), **events}
             )
-            texts.update((("event", r[0]), (r[1], r[2])) for r in rows)
+            texts.update((("event", r["id"]), (r["text"], r["namespace"])) for r in rows)
         if backfill:
             limit = {"limit": self.cfg.batch_size}
             rows = await self.store.fetchall("claims_lacking_vectors", {**model, **limit})
-            texts.update((("claim", r[0]), (r[1], None)) for r in rows)
+            texts.update((("claim", r["id"]), (r["text"], None)) for r in rows)
             if self.cfg.embed_events:
                 rows = await self.store.fetchall("events_lacking_vectors", {**events, **limit})
-                texts.update((("event", r[0]), (r[1], r[2])) for r in rows)
+                texts.update((("event", r["id"]), (r["text"], r["namespace"])) for r in rows)
         owners = [(kind, i, ns) for (kind, i), (_, ns) in texts.items()]
         shown = await self._scrubbed([(kind, t) for (kind, _), (t, _) in texts.items()], owners)
         vectors = await self._embed(shown, jobs)
@@ -124,13 +124,24 @@ class Embedder(Stage[_Embedded]):
         ``event_max_chars`` after that (one read more for an event longer than was read)."""
         limit = self.cfg.event_max_chars
         pairs = list(zip(owners, texts, strict=True))
-        cut = [o[1] for o, (kind, t) in pairs if kind == "event" and len(t) >= limit * _READ_FACTOR]
-        whole = dict(await self.store.fetchall("event_contents", (json.dumps(cut),))) if cut else {}
+        cut = [
+            owner_id
+            for (_, owner_id, _), (kind, t) in pairs
+            if kind == "event" and len(t) >= limit * _READ_FACTOR
+        ]
+        whole = (
+            {
+                r["id"]: r["content"]
+                for r in await self.store.fetchall("event_contents", (json.dumps(cut),))
+            }
+            if cut
+            else {}
+        )
 
         def run() -> list[str]:
             return [
-                scrub(whole.get(o[1], t))[:limit] if kind == "event" else scrub(t)
-                for o, (kind, t) in pairs
+                scrub(whole.get(owner_id, t))[:limit] if kind == "event" else scrub(t)
+                for (_, owner_id, _), (kind, t) in pairs
             ]
 
         return await anyio.to_thread.run_sync(run)
@@ -166,13 +177,13 @@ class Embedder(Stage[_Embedded]):
         # Since prepare read them, maintenance may have archived or merged a claim, and a
         # forget may have deleted an event: neither gets a vector.
         allowed = (
-            {("claim", r[0]) for r in tx.fetchall("claims_embeddable", (json.dumps(claims),))}
+            {("claim", r["id"]) for r in tx.fetchall("claims_embeddable", (json.dumps(claims),))}
             if claims
             else set()
         )
         if events:
             allowed |= {
-                ("event", r[0]) for r in tx.fetchall("events_present", (json.dumps(events),))
+                ("event", r["id"]) for r in tx.fetchall("events_present", (json.dumps(events),))
             }
         keep = [
             i

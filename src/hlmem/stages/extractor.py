@@ -136,7 +136,19 @@ class _Window:
 
     def plain(self) -> tuple[Any, ...]:
         """The window as :func:`hlmem.messages.window_tuple` gives it, straight from the rows."""
-        pieces = tuple((r[3], r[4], r[5], r[6], r[7], r[8], r[10], r[9]) for r in self.rows)
+        pieces = tuple(
+            (
+                r["event_id"],
+                r["chunk_no"],
+                r["chunk_count"],
+                r["start_char"],
+                r["end_char"],
+                r["role"],
+                r["text"],
+                r["occurred_at"],
+            )
+            for r in self.rows
+        )
         return (self.window_id, self.namespace, self.session_id, pieces)
 
     @cached_property
@@ -144,7 +156,7 @@ class _Window:
         """Whether any admitted user turn can hold a memory: a window of acknowledgements,
         thanks and one-off commands (or of other roles only) costs no extraction call. (The
         helper child sets it for the windows it extracts.)"""
-        return admission.window_worth_extracting((r[8], r[10]) for r in self.rows)
+        return admission.window_worth_extracting((r["role"], r["text"]) for r in self.rows)
 
 
 @dataclass
@@ -214,22 +226,28 @@ class Extractor(Stage[Extracted]):
             for window_id in j.payload.window_ids
         }
         rows = await self.store.fetchall("window_pieces", (json.dumps(list(by_window)),))
-        out = [self._window(by_window[wid].id, list(g)) for wid, g in groupby(rows, lambda r: r[0])]
+        out = [
+            self._window(by_window[wid].id, list(g))
+            for wid, g in groupby(rows, lambda r: r["window_id"])
+        ]
         # Every event of the window is indexed for full-text recall once, with its first piece
         # (untrusted ones too: recall shows them only when asked). A chunked event is indexed
         # whole, so its content is read.
-        first = [r for r in rows if r[4] == 0]
-        whole = {r[3] for r in first if r[5] > 1}
+        first = [r for r in rows if r["chunk_no"] == 0]
+        whole = {r["event_id"] for r in first if r["chunk_count"] > 1}
         contents = (
-            dict(await self.store.fetchall("event_contents", (json.dumps(sorted(whole)),)))
+            {
+                c["id"]: c["content"]
+                for c in await self.store.fetchall("event_contents", (json.dumps(sorted(whole)),))
+            }
             if whole
             else {}
         )
-        texts = [contents.get(r[3], r[10]) for r in first]
+        texts = [contents.get(r["event_id"], r["text"]) for r in first]
         bodies = await self._compute(out, texts)
         by_id = {w.window_id: w for w in out}
         for r, body in zip(first, bodies, strict=True):
-            by_id[r[0]].fts.append(("event", r[3], r[1], body))
+            by_id[r["window_id"]].fts.append(("event", r["event_id"], r["namespace"], body))
         if self.cfg.extractor.kind == "model":
             async with anyio.create_task_group() as tg:
                 for w in out:
@@ -270,18 +288,22 @@ class Extractor(Stage[Extracted]):
         sources: dict[str, _Source] = {}
         admitted = []
         for r in rows:
-            source = sources.get(r[3])
+            source = sources.get(r["event_id"])
             if source is None:
-                source = sources[r[3]] = _Source(
-                    occurred=r[9],
-                    recorded=r[11],
-                    origin_class=r[12],
-                    session_kind=r[13],
-                    decision=self._source_decision(r[12], r[13]),
+                origin_class, session_kind = r["origin_class"], r["session_kind"]
+                source = sources[r["event_id"]] = _Source(
+                    occurred=r["occurred_at"],
+                    recorded=r["recorded_at"],
+                    origin_class=origin_class,
+                    session_kind=session_kind,
+                    decision=self._source_decision(origin_class, session_kind),
                 )
             if source.decision.sends_to_extraction:
                 admitted.append(r)
-        return _Window(job_id, rows[0][0], rows[0][1], rows[0][2], admitted, sources)
+        head = rows[0]
+        return _Window(
+            job_id, head["window_id"], head["namespace"], head["session_id"], admitted, sources
+        )
 
     def _source_decision(self, origin_class: str, session_kind: str) -> admission.Decision:
         """:func:`hlmem.claims.admission_rules.source_decision` under this stage's policy, once per
@@ -359,7 +381,7 @@ class Extractor(Stage[Extracted]):
         mine = {j.id for j in jobs}
         todo = [w for w in prepared if w.job_id in mine]
         ids = json.dumps([w.window_id for w in todo])
-        done = {r[0] for r in tx.fetchall("existing_extractions", (ids,))}
+        done = {r["window_id"] for r in tx.fetchall("existing_extractions", (ids,))}
         todo = [w for w in todo if w.window_id not in done]
         planned = prepared.planned
         if planned is not None and planned[0] == {w.window_id for w in todo}:

@@ -123,6 +123,34 @@ _EXACT = "exact: same subject, predicate, value, polarity, qualifiers"
 
 
 @dataclass(frozen=True)
+class _Use:
+    """How a claim has been used (a ``maintenance_merge_rows`` row): what a merge's survivor
+    keeps of both claims."""
+
+    id: str
+    activation: float
+    since: str  # when ``activation`` was evaluated
+    scope: str
+    importance: float
+    access_count: int
+    last_accessed_at: str | None
+    utility: float
+
+    @classmethod
+    def from_row(cls, r: Any) -> _Use:
+        return cls(
+            r["id"],
+            r["activation"],
+            r["since"],
+            r["scope"],
+            r["importance"],
+            r["access_count"],
+            r["last_accessed_at"],
+            r["utility"],
+        )
+
+
+@dataclass(frozen=True)
 class _Merge:
     loser: str  # the newer claim
     survivor: str  # the older claim it repeats
@@ -166,7 +194,7 @@ class Maintenance(Stage[_Prepared]):
         if not found:
             tx.execute("maintenance_state_set", (SCHEDULE, 0, iso(now)))
             return []
-        if (now - parse_iso(found[0][1])).total_seconds() < self.cfg.interval_s:
+        if (now - parse_iso(found[0]["marked_at"])).total_seconds() < self.cfg.interval_s:
             return []
         return [JobSpec(self.name, MaintenanceTick(), dedup_key=PASS_KEY, size=0)]
 
@@ -227,7 +255,7 @@ class Maintenance(Stage[_Prepared]):
         )
         slots: dict[tuple[str, str], list[Any]] = {}
         for r in window:
-            slots.setdefault((r[2], r[3]), []).append(r)
+            slots.setdefault((r["namespace"], r["slot_key"]), []).append(r)
         elders: dict[tuple[str, str], list[Any]] = {}
         for (namespace, slot_key), members in slots.items():
             elders[(namespace, slot_key)] = await self.store.fetchall(
@@ -235,13 +263,13 @@ class Maintenance(Stage[_Prepared]):
                 {
                     "namespace": namespace,
                     "slot_key": slot_key,
-                    "before": members[-1][0],
+                    "before": members[-1]["rowid"],
                     "limit": self.dedup_cfg.candidates_max + len(members),
                 },
             )
         prepared.merges = await anyio.to_thread.run_sync(self._converge, window, elders)
         prepared.dedup_scanned = len(window)
-        prepared.dedup_next = int(window[-1][0]) if len(window) >= self.limit else None
+        prepared.dedup_next = int(window[-1]["rowid"]) if len(window) >= self.limit else None
 
     def _converge(
         self, window: list[Any], elders: dict[tuple[str, str], list[Any]]
@@ -251,29 +279,29 @@ class Maintenance(Stage[_Prepared]):
         threshold = self.dedup_cfg.similarity_threshold
         losers: set[str] = set()
         merges: list[_Merge] = []
-        for rowid, claim_id, namespace, slot_key, subject, text, polarity, chash in window:
+        for r in window:
+            claim_id, rowid, chash = r["id"], r["rowid"], r["content_hash"]
             if claim_id in losers:
                 continue
             best: tuple[float, str, str] | None = None
             compared = 0
-            for e_rowid, e_id, e_subject, e_text, e_polarity, e_hash in elders[
-                (namespace, slot_key)
-            ]:
-                if e_rowid >= rowid or e_id in losers:
+            for e in elders[(r["namespace"], r["slot_key"])]:
+                e_id = e["id"]
+                if e["rowid"] >= rowid or e_id in losers:
                     continue
                 if compared >= self.dedup_cfg.candidates_max:
                     break
                 compared += 1
-                if e_hash == chash:
+                if e["content_hash"] == chash:
                     best = (1.0, e_id, _EXACT)
                     break
                 same, sim, _ = atoms.same_fact(
-                    text,
-                    e_text,
-                    a_subject=subject,
-                    b_subject=e_subject,
-                    a_polarity=polarity,
-                    b_polarity=e_polarity,
+                    r["text"],
+                    e["text"],
+                    a_subject=r["subject"],
+                    b_subject=e["subject"],
+                    a_polarity=r["polarity"],
+                    b_polarity=e["polarity"],
                     threshold=threshold,
                 )
                 if same and (best is None or sim > best[0]):
@@ -291,18 +319,18 @@ class Maintenance(Stage[_Prepared]):
 
         def rows() -> list[tuple[str, str, str, str]]:
             out = []
-            for _, claim_id, namespace, text, value, predicate, body in window:
+            for r in window:
+                predicate = r["predicate"]
                 words = self.lexicon.search_words(predicate)
-                row = fts_row(
-                    "claim", claim_id, namespace, claim_search_text(text, value, predicate, words)
-                )
-                if row[3] != body:
+                text = claim_search_text(r["text"], r["value"], predicate, words)
+                row = fts_row("claim", r["id"], r["namespace"], text)
+                if row[3] != r["body"]:  # the full-text row's body
                     out.append(row)
             return out
 
         prepared.reindex_rows = await anyio.to_thread.run_sync(rows)
         prepared.reindex_scanned = len(window)
-        prepared.reindex_next = int(window[-1][0]) if len(window) >= self.limit else None
+        prepared.reindex_next = int(window[-1]["rowid"]) if len(window) >= self.limit else None
 
     # --- apply: one short transaction on the writer thread ----------------------------------
 
@@ -410,7 +438,7 @@ class Maintenance(Stage[_Prepared]):
                     "limit": left,
                 },
             )
-            expired += [r[0] for r in found]
+            expired += [r["id"] for r in found]
             left -= len(found)
         dropped = self._leave_recall(tx, now, expired)
         return TtlReport(expired=len(expired), vectors_dropped=dropped), left <= 0
@@ -423,12 +451,18 @@ class Maintenance(Stage[_Prepared]):
         window = tx.fetchall("maintenance_lifecycle_window", {"after": after, "limit": self.limit})
         archive: list[tuple[Any, ...]] = []
         writes: list[tuple[Any, ...]] = []
-        for _, claim_id, scope, importance, stored, since, last_access in window:
+        for r in window:
+            claim_id, importance, stored = r["id"], r["importance"], r["activation"]
             activation = lifecycle.current(
-                cfg, activation=stored, since=since, scope=scope, importance=importance, now=now
+                cfg,
+                activation=stored,
+                since=r["since"],
+                scope=r["scope"],
+                importance=importance,
+                now=now,
             )
             if (
-                lifecycle.days_between(last_access, now) >= cfg.archive_silent_days
+                lifecycle.days_between(r["last_access"], now) >= cfg.archive_silent_days
                 and activation <= cfg.archive_max_activation
                 and importance < cfg.archive_keep_importance
             ):
@@ -438,7 +472,7 @@ class Maintenance(Stage[_Prepared]):
         tx.executemany("maintenance_archive_claim", archive)
         dropped = self._leave_recall(tx, now, [a[3] for a in archive])
         tx.executemany("maintenance_write_activation", writes)
-        following = int(window[-1][0]) if len(window) >= self.limit else None
+        following = int(window[-1]["rowid"]) if len(window) >= self.limit else None
         return (
             DecayReport(scanned=len(window), decayed=len(writes)),
             ArchiveReport(archived=len(archive), vectors_dropped=dropped),
@@ -462,7 +496,10 @@ class Maintenance(Stage[_Prepared]):
             return 0, 0
         at = iso(now)
         ids = sorted({m.loser for m in merges} | {m.survivor for m in merges})
-        live = {r[0]: tuple(r) for r in tx.fetchall("maintenance_merge_rows", (json.dumps(ids),))}
+        live = {
+            r["id"]: _Use.from_row(r)
+            for r in tx.fetchall("maintenance_merge_rows", (json.dumps(ids),))
+        }
         merged: list[str] = []
         for m in merges:
             if m.loser not in live or m.survivor not in live:
@@ -480,30 +517,36 @@ class Maintenance(Stage[_Prepared]):
             merged.append(m.loser)
         return len(merged), self._leave_recall(tx, now, merged)
 
-    def _absorb(
-        self, tx: SyncTx, now: datetime, survivor: tuple[Any, ...], loser: tuple[Any, ...]
-    ) -> tuple[Any, ...]:
+    def _absorb(self, tx: SyncTx, now: datetime, survivor: _Use, loser: _Use) -> _Use:
         """The survivor keeps the use of both: the higher activation (decayed to now), the
         accesses of both, the latest access, the better feedback. Its new row."""
 
-        def activation(r: tuple[Any, ...]) -> float:
+        def activation(r: _Use) -> float:
             return lifecycle.current(
-                self.cfg, activation=r[1], since=r[2], scope=r[3], importance=r[4], now=now
+                self.cfg,
+                activation=r.activation,
+                since=r.since,
+                scope=r.scope,
+                importance=r.importance,
+                now=now,
             )
 
         at = iso(now)
-        accessed = [t for t in (survivor[6], loser[6]) if t is not None]
-        row = (
-            survivor[0],
+        accessed = [t for t in (survivor.last_accessed_at, loser.last_accessed_at) if t is not None]
+        row = _Use(
+            survivor.id,
             max(activation(survivor), activation(loser)),
             at,
-            survivor[3],
-            survivor[4],
-            survivor[5] + loser[5],
+            survivor.scope,
+            survivor.importance,
+            survivor.access_count + loser.access_count,
             max(accessed) if accessed else None,
-            max(survivor[7], loser[7]),
+            max(survivor.utility, loser.utility),
         )
-        tx.execute("maintenance_absorb", (row[1], at, row[5], row[6], row[7], row[0]))
+        tx.execute(
+            "maintenance_absorb",
+            (row.activation, at, row.access_count, row.last_accessed_at, row.utility, row.id),
+        )
         return row
 
     @staticmethod
@@ -511,7 +554,7 @@ class Maintenance(Stage[_Prepared]):
         if not rows:
             return 0
         ok = {
-            r[0]
+            r["id"]
             for r in tx.fetchall("maintenance_reindexable", (json.dumps([r[1] for r in rows]),))
         }
         writes = [r for r in rows if r[1] in ok]
@@ -520,25 +563,27 @@ class Maintenance(Stage[_Prepared]):
 
     def _observations(self, tx: SyncTx, now: datetime, after: int) -> tuple[int, int, int | None]:
         found = tx.fetchall("maintenance_stale_observations", {"after": after, "limit": self.limit})
-        orphans = [r[1] for r in found if r[2] == 0]
+        orphans = [r["id"] for r in found if r["live"] == 0]
         if orphans:
             tx.execute(
                 "maintenance_archive_observations", {"now": iso(now), "ids": json.dumps(orphans)}
             )
-        following = int(found[-1][0]) if len(found) >= self.limit else None
+        following = int(found[-1]["rowid"]) if len(found) >= self.limit else None
         return len(orphans), len(found) - len(orphans), following
 
     def _vector_log(self, tx: SyncTx, now: datetime) -> tuple[int, bool]:
         """Prune deletions logged before the mark set ``vector_log_keep_days`` ago, then mark
         the log's head; (pruned, more left)."""
-        head = int(tx.fetchall("maintenance_vector_log_head")[0][0])
+        head = int(tx.fetchall("maintenance_vector_log_head")[0]["head"])
         found = tx.fetchall("maintenance_state_get", (VECTOR_LOG,))
-        if found and lifecycle.days_between(found[0][1], now) < self.cfg.vector_log_keep_days:
+        keep_days = self.cfg.vector_log_keep_days
+        if found and lifecycle.days_between(found[0]["marked_at"], now) < keep_days:
             return 0, False
         pruned = 0
         if found:
             pruned = tx.execute(
-                "maintenance_prune_vector_log", {"upto": int(found[0][0]), "limit": self.limit}
+                "maintenance_prune_vector_log",
+                {"upto": int(found[0]["cursor"]), "limit": self.limit},
             )
             if pruned >= self.limit:
                 return pruned, True

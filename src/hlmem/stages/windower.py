@@ -72,12 +72,21 @@ class _Batch:
         self._touched: dict[int, _Window] = {}
         self.items: list[tuple[str, int, str, int, int, int, int]] = []
 
-    def load(self, rows: list[object]) -> None:
+    def load(self, rows: list[Any]) -> None:
+        """Windows from ``open_windows_*`` rows."""
         # A window this batch already changed (e.g. closed by size before a flush in the same
         # batch) is still open in the database: never reload that stale copy over it.
         changed = {t.id for t in self.touched}
-        for row in rows:
-            w = _Window(row[0], row[1], row[2], row[3], row[4], row[5], stored=True)  # type: ignore[index]
+        for r in rows:
+            w = _Window(
+                r["id"],
+                r["namespace"],
+                r["session_id"],
+                r["session_key"],
+                r["opened_at"],
+                r["item_count"],
+                stored=True,
+            )
             if w.key not in self.open and w.id not in changed:
                 self.open[w.key] = w
 
@@ -209,15 +218,15 @@ class Windower(Stage[None]):
         ids = json.dumps(
             [e for j in jobs if isinstance(j.payload, EventsAdded) for e in j.payload.event_ids]
         )
-        info = {r[0]: r for r in tx.fetchall("events_for_windowing", (ids,))}
-        long_ids = [eid for eid, r in info.items() if r[4] > self.cfg.chunk_chars]
+        info = {r["id"]: r for r in tx.fetchall("events_for_windowing", (ids,))}
+        long_ids = [eid for eid, r in info.items() if r["n_chars"] > self.cfg.chunk_chars]
         contents = (
-            {r[0]: r[1] for r in tx.fetchall("event_contents", (json.dumps(long_ids),))}
+            {r["id"]: r["content"] for r in tx.fetchall("event_contents", (json.dumps(long_ids),))}
             if long_ids
             else {}
         )
-        placed = {(r[0], r[1]) for r in tx.fetchall("windowed_pieces", (ids,))}
-        keys = {session_key(r[1], r[2]) for r in info.values()} | {
+        placed = {(r["event_id"], r["chunk_no"]) for r in tx.fetchall("windowed_pieces", (ids,))}
+        keys = {session_key(r["namespace"], r["session_id"]) for r in info.values()} | {
             session_key(j.payload.namespace, j.payload.session_id)
             for j in jobs
             if isinstance(j.payload, SessionEnded)
@@ -257,17 +266,20 @@ class Windower(Stage[None]):
             if row is None:  # forgotten before it was windowed
                 continue
             text = contents.get(event_id)
-            spans = [(0, row[4])] if text is None else chunk_spans(text, self.cfg.chunk_chars)
+            spans = (
+                [(0, row["n_chars"])] if text is None else chunk_spans(text, self.cfg.chunk_chars)
+            )
+            namespace, session_id = row["namespace"], row["session_id"]
             for no, (start, end) in enumerate(spans):
                 if (event_id, no) not in placed:
                     batch.add(
-                        namespace=row[1],
-                        session_id=row[2],
+                        namespace=namespace,
+                        session_id=session_id,
                         event_id=event_id,
                         chunk=(no, len(spans), start, end),
-                        recorded_at=row[3],
+                        recorded_at=row["recorded_at"],
                     )
-                    sessions[session_key(row[1], row[2])] = (row[1], row[2])
+                    sessions[session_key(namespace, session_id)] = (namespace, session_id)
         return sessions
 
     def tick(self, tx: SyncTx, now: datetime) -> list[JobSpec]:
@@ -305,10 +317,10 @@ def _controls_done_after(tx: SyncTx, jobs: list[Job]) -> list[_Control]:
     if first is None:
         return []
     out: list[_Control] = []
-    for job_id, raw in tx.fetchall("windower_controls_done_after", (first,)):
-        payload = JOB_PAYLOAD.validate_json(raw)
+    for r in tx.fetchall("windower_controls_done_after", (first,)):
+        payload = JOB_PAYLOAD.validate_json(r["payload"])
         if isinstance(payload, FlushRequested | SessionEnded):
-            out.append((int(job_id), payload))
+            out.append((int(r["id"]), payload))
     return out
 
 

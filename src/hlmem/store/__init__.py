@@ -18,6 +18,7 @@ from hlmem.store.sync import (
     connect_sync,
     json_rows_form,
     migrations,
+    records,
     sqlite_module,
     transact_sync,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "json_rows_form",
     "migrations",
     "normalize_schema",
+    "records",
     "render",
     "sqlite_module",
     "transact_sync",

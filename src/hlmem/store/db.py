@@ -355,7 +355,7 @@ class Store:
             " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
         )
         rows = await self._writer.execute_fetchall("SELECT version FROM schema_migrations")
-        return sorted(int(r[0]) for r in rows)
+        return sorted(int(r["version"]) for r in rows)
 
     async def migrate(self) -> list[int]:
         """Apply every packaged migration not yet recorded, each in its own transaction.
@@ -422,7 +422,7 @@ class Store:
             "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%'"
             " ORDER BY type, name"
         )
-        return "".join(f"{r[0]};\n\n" for r in rows)
+        return "".join(f"{r['sql']};\n\n" for r in rows)
 
 
 class _CallNamesOnly(logging.Filter):

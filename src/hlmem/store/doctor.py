@@ -74,6 +74,7 @@ def check_database(path: Path, cfg: StoreConfig) -> DatabaseReport:
     except module.Error as exc:
         return _report(path, [Check(name="integrity", status="problem", detail=str(exc))])
     try:
+        conn.row_factory = module.Row
         conn.execute(f"PRAGMA busy_timeout = {int(cfg.busy_timeout_ms)}")
         conn.execute("BEGIN")
         checks = [_integrity(conn, module)]
@@ -98,7 +99,7 @@ def _names(items: list[str]) -> str:
 
 def _integrity(conn: Any, module: Any) -> Check:
     try:
-        lines = [r[0] for r in conn.execute(f"PRAGMA quick_check({MAX_FINDINGS})")]
+        lines = [r["quick_check"] for r in conn.execute(f"PRAGMA quick_check({MAX_FINDINGS})")]
     except module.Error as exc:  # too damaged for the check to finish
         return Check(name="integrity", status="problem", detail=f"quick_check: {exc}")
     if lines == ["ok"]:
@@ -109,11 +110,11 @@ def _integrity(conn: Any, module: Any) -> Check:
 
 def _schema(conn: Any, module: Any) -> Check:
     try:
-        if not conn.execute(QUERIES["backup_is_hlmem"]).fetchone()[0]:
+        if not conn.execute(QUERIES["backup_is_hlmem"]).fetchone()["present"]:
             return Check(
                 name="schema", status="problem", detail="no schema_migrations: not hlmem's"
             )
-        applied = {int(r[0]) for r in conn.execute("SELECT version FROM schema_migrations")}
+        applied = {int(r["version"]) for r in conn.execute("SELECT version FROM schema_migrations")}
         rows = conn.execute(
             "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%'"
         ).fetchall()
@@ -126,7 +127,7 @@ def _schema(conn: Any, module: Any) -> Check:
     if known - applied:
         detail = f"migrations {sorted(known - applied)} not applied: run `hlmem migrate`"
         return Check(name="schema", status="problem", detail=detail)
-    findings = _schema_differences([r[0] for r in rows])
+    findings = _schema_differences([r["sql"] for r in rows])
     if findings:
         return Check(name="schema", status="problem", detail="; ".join(findings))
     detail = f"migrations {min(known)}-{max(known)} applied; tables, indexes and triggers as in "
@@ -162,7 +163,7 @@ def _objects(text: str) -> dict[str, str]:
 
 def _fts(conn: Any, module: Any) -> Check:
     try:
-        tables = [r[0] for r in conn.execute(_FTS_TABLES)]
+        tables = [r["name"] for r in conn.execute(_FTS_TABLES)]
     except module.Error as exc:
         return Check(name="full-text index", status="problem", detail=str(exc))
     bad: list[str] = []
@@ -196,7 +197,7 @@ def _foreign_keys(conn: Any, module: Any) -> Check:
         return Check(name="foreign keys", status="ok", detail="no orphan rows")
     counts: dict[str, int] = {}
     for r in rows:
-        key = f"{r[0]} -> {r[2]}"
+        key = f"{r['table']} -> {r['parent']}"
         counts[key] = counts.get(key, 0) + 1
     listed = [f"{key} ({n})" for key, n in sorted(counts.items())]
     detail = f"{len(rows)} orphan row(s): {_names(listed)}"

@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 
 Params = Sequence[Any] | dict[str, Any]
 T = TypeVar("T")
+R = TypeVar("R", bound=tuple[Any, ...])
 
 
 def load_queries(text: str) -> dict[str, str]:
@@ -192,7 +193,7 @@ def connect_sync(
     try:
         conn.row_factory = module.Row
         conn.execute(f"PRAGMA busy_timeout = {int(cfg.busy_timeout_ms)}")
-        if not create and not conn.execute(QUERIES["backup_is_hlmem"]).fetchone()[0]:
+        if not create and not conn.execute(QUERIES["backup_is_hlmem"]).fetchone()["present"]:
             raise StoreError(f"{path} is not an hlmem database (create one with `hlmem init`)")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
@@ -208,7 +209,7 @@ def connect_sync(
             conn.enable_load_extension(True)
             sqlite_vec.load(conn)
             conn.enable_load_extension(False)
-            vec_version = conn.execute("SELECT vec_version()").fetchone()[0]
+            vec_version = conn.execute("SELECT vec_version() AS version").fetchone()["version"]
         except Exception as exc:  # extension missing or not loadable: numpy fallback
             log.info("sqlite-vec not loaded: %s", exc, extra={"action": "vec_unavailable"})
     return conn, vec_version
@@ -286,6 +287,25 @@ class SyncReader:
         (packed,) = self._conn.execute(QUERIES[name], params).fetchone()
         rows: list[Any] = json.loads(packed)
         return rows
+
+
+def records(cls: type[R], rows: Sequence[Any]) -> list[R]:
+    """The ``rows`` of one statement as records of ``cls``, a ``NamedTuple`` whose fields are
+    the statement's columns in their order: read by field name at a tuple's cost, for hot
+    paths (a name lookup on a ``Row`` scans its columns). The columns are checked against the
+    fields once, on the first row, so a statement whose columns change fails here instead of
+    being read wrong.
+
+    :raises SchemaError: the statement's columns are not the record's fields.
+    """
+    if not rows:
+        return []
+    fields: tuple[str, ...] = getattr(cls, "_fields", ())
+    columns = tuple(rows[0].keys())
+    if columns != fields:
+        raise SchemaError(f"{cls.__name__} has fields {fields}, the rows columns {columns}")
+    new = tuple.__new__
+    return [new(cls, r) for r in rows]
 
 
 class ErrorMap:
