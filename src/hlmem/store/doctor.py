@@ -29,7 +29,8 @@ from pydantic import BaseModel, ConfigDict
 
 from hlmem.config import StoreConfig
 from hlmem.errors import StoreError
-from hlmem.store.db import QUERIES, migrations, normalize_schema, sqlite_module
+from hlmem.store.db import normalize_schema
+from hlmem.store.sync import QUERIES, migrations, sqlite_module
 
 Status = Literal["ok", "problem", "skipped"]
 
