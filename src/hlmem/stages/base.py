@@ -136,6 +136,8 @@ class StageRunner:
         self._stopping = False
         self._downstream_checked = 0.0
         self._downstream_full = False
+        # the downstream backlog as last read, and what this runner's batches handed on since
+        self._downstream_read = self._handed_on = 0
         self.finished = anyio.Event()
         self._stopped = anyio.Event()
         self.processed = 0
@@ -198,12 +200,18 @@ class StageRunner:
             await buffer.put(None)
 
     async def _downstream_is_full(self) -> bool:
-        """Whether the next stage's backlog is at its high-water mark (re-read every 0.1 s)."""
+        """Whether the next stage's backlog is at its high-water mark. The count is a query,
+        re-read every ``DOWNSTREAM_CHECK_S``, and before that as soon as what this runner's
+        batches handed on since the last count could have brought it to the mark: the runner
+        claims past the mark by at most the batches it has in flight, however fast it runs."""
         if not self.stage.downstream:
             return False
-        if wall() - self._downstream_checked > DOWNSTREAM_CHECK_S:
-            backlog = await self.queue.backlog(self.stage.downstream)
-            self._downstream_full = backlog >= self.cfg.downstream_high_water_jobs
+        high = self.cfg.downstream_high_water_jobs
+        reached = not self._downstream_full and self._downstream_read + self._handed_on >= high
+        if reached or wall() - self._downstream_checked > DOWNSTREAM_CHECK_S:
+            self._handed_on = 0
+            self._downstream_read = await self.queue.backlog(self.stage.downstream)
+            self._downstream_full = self._downstream_read >= high
             self._downstream_checked = wall()
         return self._downstream_full
 
@@ -262,6 +270,7 @@ class StageRunner:
             # for the SQLite work only, never across event-loop scheduling.
             outputs = await self.store.run_in_transaction(write)
             self.queue.ring({spec.kind for spec in outputs})
+            self._handed_on += sum(s.size for s in outputs if s.kind == self.stage.downstream)
             self.processed += len(ok)
         for job in jobs:
             if job.id in errors:
