@@ -1,17 +1,28 @@
-"""The ``hlmem`` command line, run as real subprocesses on real SQLite files.
+"""The ``hlmem`` command line on real SQLite files.
 
-Each test runs ``python -m hlmem`` with a clean environment (no inherited ``HLMEM_*``) and checks
-exit codes, stdout/stderr and what the database file holds afterwards (read with a plain
-``sqlite3`` connection, only while no hlmem process has the file open).
+Each test runs the program's ``main(argv)`` in this process (:func:`hlmem`: its own stdout, stderr
+and stdin, a clean environment without inherited ``HLMEM_*``, its own working directory; a
+Python start-up and the Chinese dictionary's load per command made this suite several minutes
+longer) and checks exit codes, stdout/stderr and what the database file holds afterwards (read
+with a plain ``sqlite3`` connection, only while no hlmem command has the file open). What only a
+real process shows runs as one (:func:`hlmem_process`): ``python -m hlmem`` and the console
+scripts here; signals, crashes and closed pipes in their own modules.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import gc
+import io
 import json
 import os
 import sqlite3
 import subprocess
 import sys
+import threading
+import warnings
+from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -19,6 +30,7 @@ from typing import Any
 import pytest
 from helpers import assert_consistent, count, rows
 
+from hlmem.cli.app import main
 from hlmem.store import migrations
 
 TIMEOUT_S = 120
@@ -36,23 +48,107 @@ FAST_ENV = {
 def hlmem(
     *args: str | Path, cwd: Path, env: dict[str, str] | None = None, timeout: float = TIMEOUT_S
 ) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("HLMEM_")}
-    clean.update(FAST_ENV)
-    clean.update(env or {})
-    clean["PYTHONIOENCODING"] = "utf-8"
+    """``hlmem ARGS`` run in this process (:func:`hlmem.cli.app.main`), as the program runs it:
+    its own stdout and stderr, an empty stdin that is no terminal, the environment without
+    inherited ``HLMEM_*`` and the working directory ``cwd``. Called from inside an event loop
+    (an async test), it runs on a thread of its own, and the loop waits as it would for a
+    subprocess. A real process is what :func:`hlmem_process` runs, for what only a process
+    shows: exit codes on signals, crashes, children, ``python -m hlmem`` itself."""
+    argv = [str(a) for a in args]
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        proc = _main(argv, cwd, _environment(env))
+    else:
+        done: list[subprocess.CompletedProcess[str]] = []
+        thread = threading.Thread(
+            target=lambda: done.append(_main(argv, cwd, _environment(env))), name="hlmem-cli"
+        )
+        thread.start()
+        thread.join(timeout)
+        assert done, f"hlmem {argv} did not finish in {timeout} s"
+        proc = done[0]
+    _no_leaks(proc)
+    return proc
+
+
+def hlmem_process(
+    *args: str | Path, cwd: Path, env: dict[str, str] | None = None, timeout: float = TIMEOUT_S
+) -> subprocess.CompletedProcess[str]:
+    """``python -m hlmem ARGS`` as a real subprocess (what :func:`hlmem` runs in process)."""
     proc = subprocess.run(
         [sys.executable, "-W", "error::ResourceWarning", "-m", "hlmem", *map(str, args)],
         cwd=cwd,
-        env=clean,
+        env={**_environment(env), "PYTHONIOENCODING": "utf-8"},
         capture_output=True,
         encoding="utf-8",
         timeout=timeout,
         check=False,
     )
+    _no_leaks(proc)
+    return proc
+
+
+def _environment(env: dict[str, str] | None) -> dict[str, str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("HLMEM_")}
+    return {**clean, **FAST_ENV, **(env or {})}
+
+
+def _no_leaks(proc: subprocess.CompletedProcess[str]) -> None:
     # every command closes what it opens, whatever its outcome
     assert "ResourceWarning" not in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr
-    return proc
+
+
+def _main(argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``main(argv)`` with the process state a program starts with, restored afterwards.
+
+    What a subprocess would print at its exit is checked here too: an object left unclosed
+    (a ``ResourceWarning`` in its finaliser, collected before returning) is written to this
+    stderr, and a thread the command started must have ended."""
+    out, err = io.StringIO(), io.StringIO()
+    before = set(threading.enumerate())
+    saved_env, saved_hook = dict(os.environ), sys.unraisablehook
+
+    def unraisable(u: Any) -> None:
+        err.write(f"Exception ignored in: {u.object!r}\n{type(u.exc_value).__name__}: ")
+        err.write(f"{u.exc_value}\n")
+
+    try:
+        os.environ.clear()
+        os.environ.update(env)
+        sys.unraisablehook = unraisable
+        with (
+            contextlib.chdir(cwd),
+            contextlib.redirect_stdout(out),
+            contextlib.redirect_stderr(err),
+            _stdin(io.StringIO()),
+            warnings.catch_warnings(),
+        ):
+            warnings.simplefilter("error", ResourceWarning)
+            try:
+                code = main(argv)
+            except SystemExit as exc:  # argparse: usage errors (2), --help (0)
+                code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+            gc.collect()
+    finally:
+        sys.unraisablehook = saved_hook
+        os.environ.clear()
+        os.environ.update(saved_env)
+    for thread in set(threading.enumerate()) - before:
+        if not thread.daemon and thread.name != "hlmem-cli":
+            thread.join(TIMEOUT_S)  # a subprocess would wait for it at exit
+            assert not thread.is_alive(), f"hlmem {argv} left {thread} running"
+    return subprocess.CompletedProcess(["hlmem", *argv], code, out.getvalue(), err.getvalue())
+
+
+@contextlib.contextmanager
+def _stdin(stream: io.StringIO) -> Iterator[None]:
+    saved, sys.stdin = sys.stdin, stream
+    try:
+        yield
+    finally:
+        sys.stdin = saved
 
 
 def ok_json(proc: subprocess.CompletedProcess[str]) -> Any:
@@ -69,7 +165,7 @@ def jsonl(path: Path, items: list[dict[str, Any] | bytes]) -> Path:
     return path
 
 
-VALID = [
+VALID: list[dict[str, Any]] = [
     {"session_id": "zh-1", "role": "user", "content": "你好，我最近在准备一个新项目。"},
     {"session_id": "zh-1", "role": "user", "content": "记住：我的猫叫小白，每天早上七点要喂它。"},
     {"session_id": "zh-1", "role": "assistant", "content": "记住了：你的猫叫小白。"},
@@ -502,6 +598,46 @@ def test_quickstart_json(tmp_path: Path) -> None:
     texts = {c["text"] for c in data["claims"]}
     assert "Acme's contact is Li Wei (li.wei@acme.example)" in texts
     assert all(hits for hits in data["recall"].values())
+
+
+# --- the program itself ------------------------------------------------------------------------
+
+
+def test_python_m_hlmem_answers_as_main_does(tmp_path: Path) -> None:
+    """The real program and the in-process runner agree, output and exit code, on commands
+    that work (0), rejected lines (1) and a usage error (2), each on a file of its own."""
+    folders = [tmp_path / "program", tmp_path / "main"]
+    for folder in folders:
+        folder.mkdir()
+        jsonl(folder / "events.jsonl", [*VALID[:2], b"{"])
+    for argv, code in (
+        (["--db", "m.db", "init", "--json"], 0),
+        (["--db", "m.db", "ingest", "events.jsonl"], 1),
+        (["--db", "m.db", "recall", "我的猫叫什么名字？"], 0),
+        (["--db", "m.db", "stats", "--no-such-flag"], 2),
+    ):
+        program = hlmem_process(*argv, cwd=folders[0])
+        in_process = hlmem(*argv, cwd=folders[1])
+        assert program.returncode == in_process.returncode == code, program.stderr
+        assert program.stdout == in_process.stdout
+        assert program.stderr == in_process.stderr
+    assert count(folders[0] / "m.db", "events") == count(folders[1] / "m.db", "events") == 2
+
+
+@pytest.mark.parametrize("script", ["hlmem", "hl-mem"])
+def test_the_console_scripts_run_the_program(tmp_path: Path, script: str) -> None:
+    path = Path(sys.executable).with_name(script)
+    proc = subprocess.run(
+        [str(path), "--db", str(tmp_path / "m.db"), "init"],
+        env=_environment(None),
+        capture_output=True,
+        encoding="utf-8",
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"initialised {tmp_path / 'm.db'}"
+    assert count(tmp_path / "m.db", "events") == 0
 
 
 # --- exit codes -------------------------------------------------------------------------------

@@ -328,11 +328,13 @@ def _wal_bytes(db_path: Path) -> int:
 async def test_a_steady_stream_of_commits_keeps_the_wal_bounded(db_path: Path, how: str) -> None:
     """Commits back to back: a checkpoint on its own thread always has one landing while it
     runs, so SQLite never starts the WAL over by itself (it grew to 160 MiB in 4 s at 10,000
-    events/s). The writer restarts it once it passes ``store.wal_restart_frames``."""
+    events/s). The writer restarts it once it passes ``store.wal_restart_frames``, and by
+    itself once it passes the checkpointer's ``limit_bytes``, however late the thread is."""
     store = await Store.open(db_path, StoreConfig(wal_restart_frames=64))
-    largest = 0
+    largest = group = 0
     try:
         for n in range(1500):
+            before = _wal_bytes(db_path)
             rows = [(f"ev{n}-{i}", "default", f"s{i}", "user", f"{n} {_LONG}", f"h{n}-{i}",
                      *EVENT[6:]) for i in range(4)]  # fmt: skip
             if how == "transaction":
@@ -341,14 +343,52 @@ async def test_a_steady_stream_of_commits_keeps_the_wal_bounded(db_path: Path, h
                         await tx.execute("insert_event", row)
             else:
                 await store.run_in_transaction(lambda tx, r=rows: tx.executemany("insert_event", r))
-            largest = max(largest, _wal_bytes(db_path))
+            after = _wal_bytes(db_path)
+            largest, group = max(largest, after), max(group, after - before)
         assert await store.scalar("count_events") == 6000
-        caught_up = store._checkpointer.caught_up if store._checkpointer else 0
+        assert store._checkpointer is not None
+        caught_up, limit = store._checkpointer.caught_up, store._checkpointer.limit_bytes
     finally:
         await store.close()
     assert caught_up > 0
-    # Measured: 2.8-6.8 MiB with restarts, 83 MiB without.
-    assert largest < 32 * 2**20
+    # Measured: 2.8-6.8 MiB with restarts while the thread kept up, 83 MiB without restarts,
+    # 36-49 MB on a busy machine before the writer checked the WAL itself.
+    assert largest <= limit + group, (largest, limit, group)
+    assert largest < 32 * 2**20, (largest, limit, group)
+
+
+async def test_the_writer_bounds_the_wal_when_the_checkpointer_thread_never_runs(
+    db_path: Path, store_cfg: StoreConfig
+) -> None:
+    """The thread's checkpoints come late on a busy machine (the steady-stream test above saw
+    49 MB of WAL while it waited for CPU); here it never runs at all. The writer checks the
+    WAL file itself before each transaction: past ``limit_bytes`` it checkpoints on its own
+    connection, the next transaction starts the WAL over, and SQLite cuts the file back to the
+    limit. So the WAL never holds more than the limit plus one group's pages."""
+    await (await Store.open(db_path, store_cfg)).close()  # the schema
+    module = store_cfg_module(store_cfg)
+    conn, _ = connect_sync(db_path, store_cfg, module)
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    checkpointer = Checkpointer(connect_sync(db_path, store_cfg, module)[0], 64, limit_frames=256)
+    largest = group = 0
+    try:
+        for n in range(150):  # ~6 MiB of WAL: six times the limit
+            checkpointer.catch_up(conn)
+            before = _wal_bytes(db_path)
+            conn.execute("BEGIN")
+            rows = [(f"ev{n}-{i}", "default", f"s{i}", "user", f"{n} {_LONG}", f"h{n}-{i}",
+                     *EVENT[6:]) for i in range(4)]  # fmt: skip
+            conn.executemany(QUERIES["insert_event"], rows)
+            conn.execute("COMMIT")
+            checkpointer.nudge()  # nothing answers: the thread was never started
+            after = _wal_bytes(db_path)
+            largest, group = max(largest, after), max(group, after - before)
+        assert conn.execute("SELECT count(*) FROM events").fetchone()[0] == 600
+    finally:
+        checkpointer.stop()  # never started: closes its connection
+        conn.close()
+    assert checkpointer.forced > 0 and checkpointer.caught_up > 0
+    assert largest <= checkpointer.limit_bytes + group
 
 
 async def test_the_writer_catches_up_on_little_of_the_wal(
@@ -357,16 +397,21 @@ async def test_the_writer_catches_up_on_little_of_the_wal(
     """The writer's catch-up (Checkpointer.catch_up) stalls its commits while it copies and
     syncs, so the checkpointer thread checkpoints again until a pass finds nothing new: the
     catch-ups are left a sliver of what it copied. With a single pass they copied half as
-    many frames as the thread here (and synced every page its passes had copied); now <1 %."""
+    many frames as the thread here (and synced every page its passes had copied); now <1 %.
+    Commits this fast outrun the thread's restarts (the WAL reached 206 MB here before the
+    writer checked it itself): the catch-ups the writer runs by itself at ``limit_bytes``
+    copy what the thread has not, and are counted apart (``forced_frames``)."""
     await (await Store.open(db_path, store_cfg)).close()  # the schema
     module = store_cfg_module(store_cfg)
     conn, _ = connect_sync(db_path, store_cfg, module)
     conn.execute("PRAGMA wal_autocheckpoint = 0")
     checkpointer = Checkpointer(connect_sync(db_path, store_cfg, module)[0], 64)
     checkpointer.start()
+    largest = group = 0
     try:
         for n in range(3000):  # commits back to back, 20 events of ~1 KiB each
             checkpointer.catch_up(conn)
+            before = _wal_bytes(db_path)
             conn.execute("BEGIN")
             rows = [(f"ev{n}-{i}", "default", f"会话{(n * 7 + i) % 97}", "user",
                      f"{n}/{i} {_ZH * 10} {_EN * 10}", f"h{n}-{i}", *EVENT[6:])
@@ -374,9 +419,12 @@ async def test_the_writer_catches_up_on_little_of_the_wal(
             conn.executemany(QUERIES["insert_event"], rows)
             conn.execute("COMMIT")
             checkpointer.nudge()
+            after = _wal_bytes(db_path)
+            largest, group = max(largest, after), max(group, after - before)
         assert conn.execute("SELECT count(*) FROM events").fetchone()[0] == 60_000
     finally:
         checkpointer.stop()
         conn.close()
     assert checkpointer.caught_up > 0  # the WAL did start over
     assert checkpointer.catch_up_frames * 20 < checkpointer.copied_here
+    assert largest <= checkpointer.limit_bytes + group

@@ -35,7 +35,8 @@ import signal
 import sqlite3
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -523,17 +524,32 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.db and args.command not in DB_OPTIONAL:  # a usage error (2), as argparse's are
         parser.error("no database: pass --db FILE or set HLMEM_DB")
-    level = [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)]
-    logging.basicConfig(
-        level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    with _logs_to_stderr(args.verbose):
+        try:
+            cfg = load_config(args.config)
+            code = int(anyio.run(args.handler, args, cfg, backend="asyncio"))
+            sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+            return code
+        except (Exception, KeyboardInterrupt, BaseExceptionGroup) as exc:
+            return _failed(exc, verbose=args.verbose)
+
+
+@contextmanager
+def _logs_to_stderr(verbose: int) -> Iterator[None]:
+    """Logs go to stderr for the length of one command, then the root logger is as it was:
+    ``main`` called again in one process (by the tests, or a user's code) neither doubles its
+    log lines nor writes to the stderr of the call before."""
+    root = logging.getLogger()
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    level = root.level
+    root.addHandler(handler)
+    root.setLevel([logging.WARNING, logging.INFO, logging.DEBUG][min(verbose, 2)])
     try:
-        cfg = load_config(args.config)
-        code = int(anyio.run(args.handler, args, cfg, backend="asyncio"))
-        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
-        return code
-    except (Exception, KeyboardInterrupt, BaseExceptionGroup) as exc:
-        return _failed(exc, verbose=args.verbose)
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
 
 
 class _Help(argparse.ArgumentDefaultsHelpFormatter):

@@ -124,8 +124,11 @@ class Stage(ABC, Generic[P]):
 class DownstreamGate:
     """Whether the next stage's backlog (``kind``) is at its high-water mark.
 
-    The count is a query, so it is re-read at most every ``DOWNSTREAM_CHECK_S`` of the queue
-    clock's monotonic time, not for every batch claimed."""
+    The count is a query, so it is re-read every ``DOWNSTREAM_CHECK_S`` of the queue clock's
+    monotonic time, not for every batch claimed; and before that as soon as what this
+    runner's batches handed on since the last count could have brought it to the mark. So
+    the runner claims past the mark by at most the batches it has in flight, however fast it
+    runs and however slowly the clock moves."""
 
     def __init__(self, queue: JobQueue, kind: JobKind | None, high_water: int) -> None:
         self.queue = queue
@@ -133,13 +136,27 @@ class DownstreamGate:
         self.high_water = high_water
         self._checked: float | None = None
         self._full = False
+        #: the backlog as last counted, and the jobs of ``kind`` handed on since
+        self._counted = 0
+        self._handed_on = 0
+
+    def handed_on(self, jobs: int) -> None:
+        """A batch of this runner wrote ``jobs`` jobs (their sizes) of the next stage."""
+        self._handed_on += jobs
 
     async def full(self) -> bool:
         if self.kind is None:
             return False
         clock = self.queue.clock
-        if self._checked is None or clock.monotonic() - self._checked >= DOWNSTREAM_CHECK_S:
-            self._full = await self.queue.backlog(self.kind) >= self.high_water
+        reached = not self._full and self._counted + self._handed_on >= self.high_water
+        if (
+            reached
+            or self._checked is None
+            or (clock.monotonic() - self._checked >= DOWNSTREAM_CHECK_S)
+        ):
+            self._handed_on = 0
+            self._counted = await self.queue.backlog(self.kind)
+            self._full = self._counted >= self.high_water
             self._checked = clock.monotonic()
         return self._full
 
@@ -320,6 +337,9 @@ class StageRunner:
             # for the SQLite work only, never across event-loop scheduling.
             outputs = await self.store.run_in_transaction(write)
             self.queue.ring({spec.kind for spec in outputs})
+            self.downstream.handed_on(
+                sum(s.size for s in outputs if s.kind == self.stage.downstream)
+            )
             self.processed += len(ok)
         for job in jobs:
             if job.id in errors:

@@ -257,7 +257,7 @@ class Store:
             token = self._tx_depth.set(1)
             try:
                 checkpointer = self._checkpointer
-                if checkpointer is not None and checkpointer.restart_due:
+                if checkpointer is not None and checkpointer.due():
                     with anyio.CancelScope(shield=True):
                         catch_up = partial(checkpointer.catch_up, self._writer._conn)
                         await self._writer._execute(catch_up)  # type: ignore[no-untyped-call]
