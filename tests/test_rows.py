@@ -121,7 +121,9 @@ class _Reads:
         func = node.func
         if isinstance(func, ast.Attribute):
             if func.attr in _ROWS_CALLS:
-                return "rows"
+                on = func.value
+                pragma = isinstance(on, ast.Call) and _is_pragma(on)  # conn.execute("PRAGMA…")…
+                return None if pragma else "rows"
             if func.attr == "execute" and node.args and _is_sql(node.args[0]):
                 return None if _is_pragma(node) else "rows"
             if func.attr == "fetchone" and isinstance(func.value, ast.Call):
@@ -288,6 +290,7 @@ def test_a_positional_read_is_found(code: str) -> None:
         "def f(tx, rows):\n    return [r[0] for r in rows]",  # not a statement's rows here
         "def f(tx):\n    ids = {r['id'] for r in tx.fetchall('q')}\n    return [r[0] for r in X]",
         "def f(conn):\n    busy, frames, done = conn.execute('PRAGMA wal_checkpoint').fetchone()",
+        "def f(conn):\n    return [n for _, n, _ in conn.execute('PRAGMA database_list').fetchall()]",
         "def f(reader):\n    return [r[0] for r in reader.fetch_packed('q')]",
         "def f(tx):\n    rows = tx.fetchall('q')\n    rows = [(1,)]\n    return rows[0][0]",
     ],

@@ -74,8 +74,8 @@ class Checkpointer(threading.Thread):
         page = int(conn.execute("PRAGMA page_size").fetchone()[0])
         frames = restart_frames + LIMIT_SLACK_FRAMES if limit_frames is None else limit_frames
         self.limit_bytes = WAL_HEADER_BYTES + frames * (page + FRAME_HEADER_BYTES)
-        main = next(r for r in conn.execute("PRAGMA database_list").fetchall() if r[1] == "main")
-        self._wal = str(main[2]) + "-wal"
+        databases = conn.execute("PRAGMA database_list").fetchall()  # (seq, name, file)
+        self._wal = next(str(file) for _, name, file in databases if name == "main") + "-wal"
         self._pass = threading.Lock()  # one checkpoint at a time: this thread's or the writer's
         self._due = threading.Event()
         self._stopping = threading.Event()
