@@ -290,7 +290,7 @@ def test_a_positional_read_is_found(code: str) -> None:
         "def f(tx, rows):\n    return [r[0] for r in rows]",  # not a statement's rows here
         "def f(tx):\n    ids = {r['id'] for r in tx.fetchall('q')}\n    return [r[0] for r in X]",
         "def f(conn):\n    busy, frames, done = conn.execute('PRAGMA wal_checkpoint').fetchone()",
-        "def f(conn):\n    return [n for _, n, _ in conn.execute('PRAGMA database_list').fetchall()]",
+        "def f(c):\n    return [n for _, n, _ in c.execute('PRAGMA database_list').fetchall()]",
         "def f(reader):\n    return [r[0] for r in reader.fetch_packed('q')]",
         "def f(tx):\n    rows = tx.fetchall('q')\n    rows = [(1,)]\n    return rows[0][0]",
     ],
