@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 import anyio
 import pytest
 from helpers import connect_raw, fast_config, rows
+from test_cli import hlmem as run_cli
 
 import hlmem
 from hlmem.config import load_config
@@ -251,14 +251,10 @@ async def test_an_event_without_role_is_the_users_in_the_api_and_in_jsonl(tmp_pa
 def test_a_query_over_the_limit_is_one_line_and_exit_1_on_the_command_line(
     tmp_path: Path,
 ) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HLMEM_")}
-    env |= {"HLMEM_RECALL__MAX_QUERY_CHARS": "100", "PYTHONIOENCODING": "utf-8"}
+    env = {"HLMEM_RECALL__MAX_QUERY_CHARS": "100"}
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "hlmem", "--db", str(tmp_path / "m.db"), *args]
-        return subprocess.run(
-            command, cwd=tmp_path, env=env, capture_output=True, encoding="utf-8", timeout=120
-        )
+        return run_cli("--db", tmp_path / "m.db", *args, cwd=tmp_path, env=env)
 
     assert run("init").returncode == 0
     proc = run("recall", "我住在哪里" * 21)

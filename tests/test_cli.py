@@ -22,10 +22,10 @@ import subprocess
 import sys
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import pytest
 from helpers import assert_consistent, count, rows
@@ -46,23 +46,27 @@ FAST_ENV = {
 
 
 def hlmem(
-    *args: str | Path, cwd: Path, env: dict[str, str] | None = None, timeout: float = TIMEOUT_S
+    *args: str | Path,
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    timeout: float = TIMEOUT_S,
+    stdin: TextIO | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """``hlmem ARGS`` run in this process (:func:`hlmem.cli.app.main`), as the program runs it:
-    its own stdout and stderr, an empty stdin that is no terminal, the environment without
+    its own stdout and stderr, ``stdin`` (default: empty, no terminal), the environment without
     inherited ``HLMEM_*`` and the working directory ``cwd``. Called from inside an event loop
     (an async test), it runs on a thread of its own, and the loop waits as it would for a
     subprocess. A real process is what :func:`hlmem_process` runs, for what only a process
     shows: exit codes on signals, crashes, children, ``python -m hlmem`` itself."""
-    argv = [str(a) for a in args]
+    argv, environment, given = [str(a) for a in args], _environment(env), stdin or io.StringIO()
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        proc = _main(argv, cwd, _environment(env))
+        proc = _main(argv, cwd, environment, given)
     else:
         done: list[subprocess.CompletedProcess[str]] = []
         thread = threading.Thread(
-            target=lambda: done.append(_main(argv, cwd, _environment(env))), name="hlmem-cli"
+            target=lambda: done.append(_main(argv, cwd, environment, given)), name="hlmem-cli"
         )
         thread.start()
         thread.join(timeout)
@@ -73,13 +77,19 @@ def hlmem(
 
 
 def hlmem_process(
-    *args: str | Path, cwd: Path, env: dict[str, str] | None = None, timeout: float = TIMEOUT_S
+    *args: str | Path,
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    timeout: float = TIMEOUT_S,
+    stdin: int = subprocess.DEVNULL,
 ) -> subprocess.CompletedProcess[str]:
-    """``python -m hlmem ARGS`` as a real subprocess (what :func:`hlmem` runs in process)."""
+    """``python -m hlmem ARGS`` as a real subprocess (what :func:`hlmem` runs in process);
+    ``stdin`` a file descriptor (default: ``/dev/null``)."""
     proc = subprocess.run(
         [sys.executable, "-W", "error::ResourceWarning", "-m", "hlmem", *map(str, args)],
         cwd=cwd,
         env={**_environment(env), "PYTHONIOENCODING": "utf-8"},
+        stdin=stdin,
         capture_output=True,
         encoding="utf-8",
         timeout=timeout,
@@ -100,7 +110,9 @@ def _no_leaks(proc: subprocess.CompletedProcess[str]) -> None:
     assert "Traceback" not in proc.stderr, proc.stderr
 
 
-def _main(argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def _main(
+    argv: list[str], cwd: Path, env: dict[str, str], stdin: TextIO
+) -> subprocess.CompletedProcess[str]:
     """``main(argv)`` with the process state a program starts with, restored afterwards.
 
     What a subprocess would print at its exit is checked here too: an object left unclosed
@@ -122,7 +134,7 @@ def _main(argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Complet
             contextlib.chdir(cwd),
             contextlib.redirect_stdout(out),
             contextlib.redirect_stderr(err),
-            _stdin(io.StringIO()),
+            _stdin(stdin),
             warnings.catch_warnings(),
         ):
             warnings.simplefilter("error", ResourceWarning)
@@ -143,7 +155,7 @@ def _main(argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Complet
 
 
 @contextlib.contextmanager
-def _stdin(stream: io.StringIO) -> Iterator[None]:
+def _stdin(stream: TextIO) -> Iterator[None]:
     saved, sys.stdin = sys.stdin, stream
     try:
         yield
@@ -156,7 +168,7 @@ def ok_json(proc: subprocess.CompletedProcess[str]) -> Any:
     return json.loads(proc.stdout)
 
 
-def jsonl(path: Path, items: list[dict[str, Any] | bytes]) -> Path:
+def jsonl(path: Path, items: Sequence[dict[str, Any] | bytes]) -> Path:
     lines = [
         item if isinstance(item, bytes) else json.dumps(item, ensure_ascii=False).encode("utf-8")
         for item in items
@@ -611,8 +623,7 @@ def test_python_m_hlmem_answers_as_main_does(tmp_path: Path) -> None:
         folder.mkdir()
         jsonl(folder / "events.jsonl", [*VALID[:2], b"{"])
     for argv, code in (
-        (["--db", "m.db", "init", "--json"], 0),
-        (["--db", "m.db", "ingest", "events.jsonl"], 1),
+        (["--db", "m.db", "ingest", "events.jsonl"], 1),  # creates the file
         (["--db", "m.db", "recall", "我的猫叫什么名字？"], 0),
         (["--db", "m.db", "stats", "--no-such-flag"], 2),
     ):

@@ -1,10 +1,12 @@
 """``hlmem forget --query`` shows its plan and asks before it forgets (issue 20, point 3).
 
-Real ``python -m hlmem`` subprocesses on a real file: without a terminal and without ``--yes``
-the plan is shown and nothing is forgotten (exit 1); on a terminal (a pseudo-terminal here) the
-answer decides; ``--yes`` forgets at once; ``--json`` carries the plan; a query that matches
-nothing forgets nothing (exit 1); ``--dry-run`` changes nothing; forgets by id do not ask.
-Rows are read from the file once the command has exited.
+The command on a real file: without a terminal and without ``--yes`` the plan is shown and
+nothing is forgotten (exit 1); on a terminal (a pseudo-terminal here, given to a real
+``python -m hlmem`` subprocess) the answer decides; ``--yes`` forgets at once; ``--json``
+carries the plan; a query that matches nothing forgets nothing (exit 1); ``--dry-run`` changes
+nothing; forgets by id do not ask. Without a terminal the command runs in process
+(``test_cli.hlmem``: its stdin is empty and no terminal). Rows are read from the file once the
+command has finished.
 """
 
 from __future__ import annotations
@@ -13,13 +15,13 @@ import json
 import os
 import pty
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers import count, fast_config, rows
-from test_cli import FAST_ENV, TIMEOUT_S
+from test_cli import hlmem as run_cli
+from test_cli import hlmem_process
 
 import hlmem
 
@@ -37,44 +39,22 @@ CAT = {"zh": "我的猫叫小白", "en": "my cat is called Snowball"}
 
 
 def run(
-    *args: str | Path, cwd: Path, answer: bytes | None = None
+    *args: str | Path, cwd: Path, answer: bytes | None = None, process: bool = False
 ) -> subprocess.CompletedProcess[str]:
-    """``python -m hlmem ARGS``: stdin is /dev/null, or a pseudo-terminal that has ``answer``
-    typed into it."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HLMEM_")}
-    env.update(FAST_ENV)
-    env["PYTHONIOENCODING"] = "utf-8"
-    cmd = [sys.executable, "-W", "error::ResourceWarning", "-m", "hlmem", *map(str, args)]
+    """``hlmem ARGS`` in process, its stdin no terminal, or with ``answer`` a pseudo-terminal
+    that has ``answer`` typed into it; ``process``: ``python -m hlmem ARGS`` instead."""
     if answer is None:
-        proc = subprocess.run(
-            cmd,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            encoding="utf-8",
-            timeout=TIMEOUT_S,
-            check=False,
-        )
-    else:
-        master, slave = pty.openpty()
-        try:
-            os.write(master, answer)  # waits in the terminal's line buffer for the prompt
-            proc = subprocess.run(
-                cmd,
-                cwd=cwd,
-                env=env,
-                stdin=slave,
-                capture_output=True,
-                encoding="utf-8",
-                timeout=TIMEOUT_S,
-                check=False,
-            )
-        finally:
-            os.close(slave)
-            os.close(master)
-    assert "Traceback" not in proc.stderr and "ResourceWarning" not in proc.stderr, proc.stderr
-    return proc
+        return hlmem_process(*args, cwd=cwd) if process else run_cli(*args, cwd=cwd)
+    master, slave = pty.openpty()
+    try:
+        os.write(master, answer)  # waits in the terminal's line buffer for the prompt
+        if process:
+            return hlmem_process(*args, cwd=cwd, stdin=slave)
+        with open(slave, encoding="utf-8", closefd=False) as terminal:
+            return run_cli(*args, cwd=cwd, stdin=terminal)
+    finally:
+        os.close(slave)
+        os.close(master)
 
 
 async def make_store(db: Path, lang: str) -> dict[str, str]:
@@ -129,6 +109,21 @@ async def test_on_a_terminal_the_answer_decides(tmp_path: Path, lang: str) -> No
     assert eof.returncode == 1 and state(db) == before
     yes = run("--db", db, "forget", "--query", STORE[lang][2], cwd=tmp_path, answer=b"y\n")
     assert yes.returncode == 0, yes.stderr
+    assert "forgot 1 claim(s) and 1 event(s)" in yes.stdout
+    after = state(db)
+    assert after["claims"] == [claims["ev-1"]] and after["events"] == ["ev-1"]
+
+
+async def test_the_program_asks_on_its_terminal(tmp_path: Path) -> None:
+    """``python -m hlmem`` itself finds its terminal, asks, and forgets on ``y``."""
+    db = tmp_path / "m.db"
+    claims = await make_store(db, "zh")
+    no_tty = run("--db", db, "forget", "--query", STORE["zh"][2], cwd=tmp_path, process=True)
+    assert no_tty.returncode == 1 and "stdin is not a terminal" in no_tty.stderr
+    yes = run(
+        "--db", db, "forget", "--query", STORE["zh"][2], cwd=tmp_path, answer=b"y\n", process=True
+    )
+    assert yes.returncode == 0 and "[y/N]" in yes.stderr, yes.stderr
     assert "forgot 1 claim(s) and 1 event(s)" in yes.stdout
     after = state(db)
     assert after["claims"] == [claims["ev-1"]] and after["events"] == ["ev-1"]

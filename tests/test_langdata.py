@@ -9,10 +9,13 @@ read it; all of them must hold the same tables and cut Chinese and English text 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 PROBE = r"""
 import dataclasses, hashlib, json, sys
@@ -73,11 +76,23 @@ def caches(cache_dir: Path) -> list[Path]:
     return sorted(cache_dir.glob("hlmem-jieba-*.bin"))
 
 
-def test_cached_tables_cut_exactly_as_jiebas_own(tmp_path: Path) -> None:
-    first = probe(tmp_path)
+@pytest.fixture(scope="module")
+def jiebas_own(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """A cache directory and what a first process, with no cache there yet, loaded jieba's
+    way (and wrote the cache from); one such load serves both tests (each takes seconds)."""
+    cache_dir = tmp_path_factory.mktemp("jieba-cache")
+    return cache_dir, probe(cache_dir)
+
+
+def test_cached_tables_cut_exactly_as_jiebas_own(
+    jiebas_own: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    origin, first = jiebas_own
     assert first["cached"] is False
-    [cache] = caches(tmp_path)
-    assert cache.stat().st_mode & 0o077 == 0  # written private, as mkstemp makes it
+    [written] = caches(origin)
+    assert written.stat().st_mode & 0o077 == 0  # written private, as mkstemp makes it
+    cache = tmp_path / written.name
+    shutil.copy2(written, cache)
 
     second = probe(tmp_path)
     assert second["cached"] is True
@@ -90,10 +105,13 @@ def test_cached_tables_cut_exactly_as_jiebas_own(tmp_path: Path) -> None:
     assert caches(tmp_path) == [cache]  # read, not rewritten
 
 
-def test_a_damaged_cache_means_jiebas_own_load(tmp_path: Path) -> None:
-    reference = probe(tmp_path)
-    [cache] = caches(tmp_path)
-    data = cache.read_bytes()
+def test_a_damaged_cache_means_jiebas_own_load(
+    jiebas_own: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    origin, reference = jiebas_own
+    [written] = caches(origin)
+    data = written.read_bytes()
+    cache = tmp_path / written.name
     for damaged in (data[: len(data) // 2], b"not a cache", data[:40] + b"\xff" * 64):
         cache.write_bytes(damaged)
         got = probe(tmp_path)
