@@ -416,8 +416,8 @@ def test_ingest_bad_lines_are_reported_and_the_rest_is_stored_once(tmp_path: Pat
     reported = {}
     for line in proc.stderr.splitlines():
         if line.startswith("line "):
-            number, _, reason = line.removeprefix("line ").partition(": ")
-            reported[int(number)] = reason
+            at, _, reason = line.removeprefix("line ").partition(": ")
+            reported[int(at)] = reason
     assert sorted(reported) == sorted(expected)
     for number, reason in expected.items():
         assert reason in reported[number], (number, reported[number])

@@ -199,7 +199,7 @@ def active_values(db: Path) -> set[str]:
 def a_job_in_flight(tmp_path: Path, gated: GatedProvider) -> tuple[Path, Path, Any, Lines]:
     """A store with one window to extract, and a worker whose extraction call is held."""
     db, config = tmp_path / "m.db", write_config(tmp_path / "gated.toml", gated.base_url)
-    events = jsonl(tmp_path / "events.jsonl", CONVERSATION)  # type: ignore[arg-type]
+    events = jsonl(tmp_path / "events.jsonl", CONVERSATION)
     assert hlmem("--db", db, "ingest", events, cwd=tmp_path).returncode == 0
     proc, err = start_worker(db, config, "--flush")
     err.wait_for("worker running on")

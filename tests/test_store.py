@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
+from functools import partial
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -319,6 +320,10 @@ _ZH, _EN = "今天和产品团队讨论了第二季度的路线图，", "The dep
 _LONG = _ZH * 60 + _EN * 60
 
 
+def _insert_events(tx: SyncTx, rows: Sequence[tuple[Any, ...]]) -> int:
+    return tx.executemany("insert_event", rows)
+
+
 def _wal_bytes(db_path: Path) -> int:
     wal = db_path.with_name(db_path.name + "-wal")
     return wal.stat().st_size if wal.exists() else 0
@@ -342,7 +347,7 @@ async def test_a_steady_stream_of_commits_keeps_the_wal_bounded(db_path: Path, h
                     for row in rows:
                         await tx.execute("insert_event", row)
             else:
-                await store.run_in_transaction(lambda tx, r=rows: tx.executemany("insert_event", r))
+                await store.run_in_transaction(partial(_insert_events, rows=rows))
             after = _wal_bytes(db_path)
             largest, group = max(largest, after), max(group, after - before)
         assert await store.scalar("count_events") == 6000
