@@ -146,7 +146,11 @@ async def test_no_phrasing_of_a_secret_leaks_and_no_remark_is_lost(
                 # what recall returns (not the query it echoes back as it understood it)
                 shown[f"recall {secret}"] = hit.model_dump_json(exclude={"query"})
         await mem.export(tmp_path / "export.jsonl")
-        logs = {f"log {n}": repr(r.__dict__) + r.getMessage() for n, r in enumerate(caplog.records)}
+        # the label names the record (logger, level, message format), so a failure tells its source
+        logs = {
+            f"log {n} {r.name} {r.levelname} {r.msg!r:.80}": repr(r.__dict__) + r.getMessage()
+            for n, r in enumerate(caplog.records)
+        }
 
     leaked = _found({**shown, **logs, **_derived_texts(db)}, secrets)
     leaked += _leaks_in_export(tmp_path / "export.jsonl", secrets, store)
