@@ -16,6 +16,7 @@ import contextlib
 import gc
 import io
 import json
+import logging
 import os
 import sqlite3
 import subprocess
@@ -643,6 +644,25 @@ def test_the_program_answers_as_main_does(tmp_path: Path) -> None:
         assert program.stdout == in_process.stdout
         assert program.stderr == in_process.stderr
     assert count(folders[0] / "m.db", "events") == count(folders[1] / "m.db", "events") == 2
+
+
+def test_each_command_logs_to_its_own_stderr_and_leaves_logging_as_it_was(
+    tmp_path: Path,
+) -> None:
+    """``-v`` logs reach the stderr of the call that asked, once per line, and a second call in
+    the same process neither doubles them nor writes to the first call's stderr."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    first = hlmem("-v", "--db", "a.db", "init", cwd=tmp_path)
+    second = hlmem("-v", "--db", "b.db", "init", cwd=tmp_path)
+    quiet = hlmem("--db", "c.db", "init", cwd=tmp_path)
+    for proc, name in ((first, "a.db"), (second, "b.db")):
+        assert proc.returncode == 0, proc.stderr
+        opened = [line for line in proc.stderr.splitlines() if "store opened" in line]
+        assert len(opened) == 1 and "INFO hlmem.store" in opened[0], proc.stderr
+        assert name in proc.stdout
+    assert "b.db" not in first.stderr and quiet.stderr == ""
+    assert (root.handlers, root.level) == (handlers, level)
 
 
 # --- exit codes -------------------------------------------------------------------------------
