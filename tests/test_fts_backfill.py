@@ -6,14 +6,21 @@ Chinese and English; the assertions read the database file.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
+import anyio
 import pytest
-from helpers import fast_config, rows
+from helpers import connect_raw, fast_config, rows
 
 import hlmem
-from hlmem.index import FTS_DELETE, fts_backfill, fts_key
-from hlmem.lang import default_lexicon
+from hlmem.cli import app as cli
+from hlmem.index import FTS_DELETE, FTS_MIGRATION, fts_backfill, fts_key
+from hlmem.lang import default_lexicon, event_body
+from hlmem.portable import restore
+from hlmem.store import migrations
+
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
 
 pytestmark = pytest.mark.anyio
 
@@ -82,3 +89,62 @@ async def test_rederived_claims_get_the_dedup_rows(db_path: Path, lang: str, how
                 stored
             )
         assert fts_rows(db_path, "claim") == stored
+
+
+#: events said before the full-text index existed (a file at migration 0003)
+OLD_EVENTS = {"zh": "我养了一只猫叫小白", "en": "My sister Grace plays the cello"}
+OLD_QUERIES = {"zh": "小白", "en": "cello"}
+
+
+def _file_before_the_index(db: Path) -> None:
+    """A database at migration 0003 holding one event per language, written as that version
+    did: the migrations' SQL, then the rows."""
+    conn = connect_raw(db)
+    try:
+        conn.execute(
+            "CREATE TABLE schema_migrations"
+            " (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+        )
+        for version, name, sql in migrations():
+            if version < FTS_MIGRATION:
+                conn.executescript(sql)
+                conn.execute(
+                    "INSERT INTO schema_migrations VALUES (?, ?, '2026-01-01T00:00:00+00:00')",
+                    (version, name),
+                )
+        for n, (lang, text) in enumerate(sorted(OLD_EVENTS.items())):
+            conn.execute(
+                "INSERT INTO events (id, namespace, session_id, role, content, content_hash,"
+                " occurred_at, recorded_at, origin_class, session_kind)"
+                " VALUES (?, 'default', ?, 'user', ?, ?, '2026-01-01T09:00:00+00:00',"
+                " '2026-01-01T09:00:00+00:00', 'user_direct', 'interactive')",
+                (f"ev-old-{lang}", f"s-{n}", text, f"h{n}"),
+            )
+        conn.commit()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("opener", ["memory", "cli-migrate", "restore"])
+async def test_a_file_from_before_the_index_is_indexed_when_it_migrates(
+    db_path: Path, opener: str, tmp_path: Path
+) -> None:
+    if opener == "restore":  # a backup taken before the index existed
+        _file_before_the_index(tmp_path / "old-backup.db")
+        await restore(db_path, tmp_path / "old-backup.db", cfg=fast_config(), now=NOW)
+    else:
+        _file_before_the_index(db_path)
+    if opener == "cli-migrate":
+        assert await anyio.to_thread.run_sync(cli.main, ["--db", str(db_path), "migrate"]) == 0
+        assert FTS_MIGRATION in [
+            r[0] for r in rows(db_path, "SELECT version FROM schema_migrations")
+        ]
+    cfg = fast_config(maintenance={"enabled": False})
+    async with hlmem.open(db_path, config=cfg, create=False) as mem:
+        for lang, query in OLD_QUERIES.items():
+            found = await mem.recall(query, k=5)
+            assert f"ev-old-{lang}" in [i.id for i in found.items], (lang, found.items)
+    assert fts_rows(db_path, "event") == [
+        ("event", f"ev-old-{lang}", "default", event_body(OLD_EVENTS[lang]))
+        for lang in sorted(OLD_EVENTS)
+    ]

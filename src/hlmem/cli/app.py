@@ -57,7 +57,7 @@ from hlmem.config import Config, load_config
 from hlmem.errors import ForgottenFact, HlmemError
 from hlmem.gateway import WorkSummary, unfinished_work
 from hlmem.lang import langdata
-from hlmem.memory import Memory
+from hlmem.memory import Memory, open_store
 from hlmem.memory import open as open_memory
 from hlmem.messages import Claim, JobKind
 from hlmem.pipeline import FORCE_AFTER, stop_signals
@@ -67,14 +67,14 @@ from hlmem.store import Store
 
 
 async def cmd_init(args: argparse.Namespace, cfg: Config) -> int:
-    store = await Store.open(need_db(args), cfg.store)
+    store = await open_store(need_db(args), cfg)
     await store.close()
     out(args, {"db": str(args.db), "driver": store.caps.driver}, f"initialised {args.db}")
     return 0
 
 
 async def cmd_migrate(args: argparse.Namespace, cfg: Config) -> int:
-    store = await Store.open(need_db(args), cfg.store, create=False)
+    store = await open_store(need_db(args), cfg, create=False)
     applied = await store.applied_migrations()
     await store.close()
     out(args, {"applied": applied}, f"schema at migration {max(applied)}")
@@ -330,7 +330,7 @@ async def cmd_ops(args: argparse.Namespace, cfg: Config) -> int:
     from hlmem.gateway import ops_report, parse_since, render
 
     since = parse_since(args.since)
-    store = await Store.open(need_db(args), cfg.store, create=False)
+    store = await open_store(need_db(args), cfg, create=False)
     try:
         report = await ops_report(store, cfg, since=since, clock=SystemClock())
     finally:

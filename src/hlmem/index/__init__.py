@@ -9,6 +9,7 @@ from __future__ import annotations
 from hlmem.index.fts import (
     FTS_DELETE,
     FTS_INSERT,
+    FTS_MIGRATION,
     FtsHit,
     FtsItem,
     TermCounts,
@@ -19,6 +20,7 @@ from hlmem.index.fts import (
     fts_search,
     fts_search_sync,
     fts_search_terms,
+    index_after_migration,
     match_ids,
     match_ids_sync,
 )
@@ -28,6 +30,7 @@ from hlmem.index.vectors import Backend, VectorIndex, choose_backend, model_iden
 __all__ = [
     "FTS_DELETE",
     "FTS_INSERT",
+    "FTS_MIGRATION",
     "Backend",
     "FtsHit",
     "FtsItem",
@@ -44,6 +47,7 @@ __all__ = [
     "fts_search",
     "fts_search_sync",
     "fts_search_terms",
+    "index_after_migration",
     "match_ids",
     "match_ids_sync",
     "model_identity",

@@ -442,6 +442,18 @@ async def match_ids(
     )
 
 
+#: the migration that creates the full-text index (empty: SQL cannot segment Chinese)
+FTS_MIGRATION = 4
+
+
+async def index_after_migration(store: Store, *, lexicon: Lexicon) -> int:
+    """When this open of ``store`` applied :data:`FTS_MIGRATION`, index the claims and events
+    the file already held (:func:`fts_backfill`); return how many rows were written."""
+    if FTS_MIGRATION not in store.migrated_now:
+        return 0
+    return await fts_backfill(store, lexicon=lexicon)
+
+
 async def fts_backfill(store: Store, *, lexicon: Lexicon, batch_size: int = 500) -> int:
     """Index every claim (not forgotten) and event that has no full-text row yet; return how
     many rows were written. Rows are the ones the pipeline writes: a claim's search text with

@@ -7,7 +7,7 @@ ingestion of a JSONL file of events.
 
 from __future__ import annotations
 
-from hlmem.memory.facade import Memory, open
+from hlmem.memory.facade import Memory, open, open_store
 from hlmem.memory.jsonl import ingest_jsonl
 from hlmem.memory.reads import Stats
 
@@ -16,4 +16,5 @@ __all__ = [
     "Stats",
     "ingest_jsonl",
     "open",
+    "open_store",
 ]

@@ -26,6 +26,7 @@ from hlmem.clock import Clock, SystemClock, wall
 from hlmem.config import Config, load_config
 from hlmem.errors import ClosedError, InputError
 from hlmem.gateway import Gateway
+from hlmem.index import index_after_migration
 from hlmem.jobs import JobQueue, JobSpec
 from hlmem.lang import Lexicon, load_lexicon
 from hlmem.lifecycle import (
@@ -93,6 +94,21 @@ def open(
     )
 
 
+async def open_store(path: str | Path, config: Config, *, create: bool = True) -> Store:
+    """The store at ``path`` as :class:`Memory` opens it: migrated, and with the full-text rows
+    of the items it held before the index existed (:func:`~hlmem.index.index_after_migration`).
+
+    :raises StoreError: as :meth:`Store.open`; the file is closed again on any failure.
+    """
+    store = await Store.open(path, config.store, create=create)
+    try:
+        await index_after_migration(store, lexicon=load_lexicon(config.extractor.lexicon_paths))
+    except BaseException:
+        await store.close()
+        raise
+    return store
+
+
 class Memory:
     def __init__(
         self,
@@ -124,7 +140,7 @@ class Memory:
         stack = AsyncExitStack()
         await stack.__aenter__()
         try:
-            self._store = await Store.open(self.path, self.config.store, create=self.create)
+            self._store = await open_store(self.path, self.config, create=self.create)
             stack.push_async_callback(self._store.close)
             # The machine's clock, whatever the domain clock: other processes share the table.
             self._queue = JobQueue(

@@ -46,7 +46,8 @@ from hlmem.claims import SESSION_SEP, ForgetBy, ForgetPlan, apply_forget
 from hlmem.clock import iso
 from hlmem.config import Config, StoreConfig
 from hlmem.errors import InputError, SchemaError, StoreBusy, StoreError
-from hlmem.lang import new_id
+from hlmem.index import index_after_migration
+from hlmem.lang import load_lexicon, new_id
 from hlmem.store import QUERIES, ErrorMap, Store, SyncTx, connect_sync, migrations, sqlite_module
 
 log = logging.getLogger(__name__)
@@ -340,6 +341,8 @@ async def restore(db: Path, source: Path, *, cfg: Config, now: datetime) -> Rest
         migrated = sorted({v for v, _, _ in migrations()} - have)
         store = await Store.open(staging, cfg.store)
         try:
+            # a backup older than the full-text index: its items get their rows
+            await index_after_migration(store, lexicon=load_lexicon(cfg.extractor.lexicon_paths))
             stamp = iso(now)
             count, claims, events = await store.run_in_transaction(
                 lambda tx: _reapply(tx, before, stamp)

@@ -138,6 +138,9 @@ class Store:
             f"hlmem_tx_{id(self)}", default=0
         )
         self._closed = False
+        #: the migrations this open applied (a caller derives what SQL could not, e.g. 0004's
+        #: full-text rows of the items already there)
+        self.migrated_now: list[int] = []
 
     @classmethod
     async def open(
@@ -180,7 +183,7 @@ class Store:
         try:
             with errors.mapped(f"{path}: "):
                 if migrate:
-                    await store.migrate()
+                    store.migrated_now = await store.migrate()
                 else:
                     await store.check_schema()
                 await store._start_checkpointer()
