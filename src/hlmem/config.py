@@ -159,8 +159,15 @@ class DedupConfig(_Section):
         return self
 
 
+#: the embedders that run in this process (no provider, no network)
+IN_PROCESS_EMBEDDERS = frozenset({"local", "e5"})
+#: multilingual-e5-small's dimensions (hlmem.lang.e5, which config may not import)
+E5_DIMENSIONS = 384
+
+
 class EmbedderConfig(_Section):
-    # "local": the built-in hashed n-gram embedder (no model, no network); otherwise
+    # "local": the built-in hashed n-gram embedder (no model, no network); "e5":
+    # multilingual-e5-small in process (the e5 extra; 384 dimensions, no network); otherwise
     # the name of a provider in [providers] with an embeddings endpoint, and its model.
     provider: str = "local"
     model: str = "hlmem-local-hash"
@@ -173,12 +180,24 @@ class EmbedderConfig(_Section):
     event_max_chars: int = Field(2000, ge=16)
     # How often claims without a vector of the configured model are looked for (model change).
     backfill_interval_s: float = Field(30.0, gt=0)
+    # For a provider's model trained with prefixes (e5 behind an OpenAI-compatible server:
+    # "query: " and "passage: "): put before a question and before every stored text.
+    query_prefix: str = ""
+    passage_prefix: str = ""
 
     @model_validator(mode="after")
     def _remote_model(self) -> EmbedderConfig:
-        if self.provider != "local" and not self.model:
+        if self.provider == "e5":
+            if self.dim != E5_DIMENSIONS:
+                raise ValueError(f"embedder.dim must be {E5_DIMENSIONS} for provider 'e5'")
+        elif self.provider != "local" and not self.model:
             raise ValueError("embedder.model is required for a provider other than local")
         return self
+
+    @property
+    def in_process(self) -> bool:
+        """Whether vectors are computed in this process (local or e5), not by a provider."""
+        return self.provider in IN_PROCESS_EMBEDDERS
 
 
 #: wire-format presets of providers.py; a provider may also name an allowlisted plugin
@@ -277,11 +296,20 @@ class RecallConfig(_Section):
     # unedited turns) need a closer match than claims (short normalised statements).
     min_vector_score: float = Field(0.15, ge=-1, le=1)
     min_event_vector_score: float = Field(0.45, ge=-1, le=1)
+    # Each model spreads its cosines its own way: [claim floor, event floor] by model id (e5
+    # in process: "multilingual-e5-small"; a provider's: "provider/model"). A model not
+    # listed takes the two floors above (measured for the local embedder).
+    vector_floors: dict[str, tuple[float, float]] = Field(
+        default_factory=lambda: {"multilingual-e5-small": (0.2, 0.2)}
+    )
     # Reciprocal rank fusion: score = sum over channels of 1 / (rrf_k + rank).
     rrf_k: float = Field(60.0, gt=0)
     # "numpy": exact scan of an in-memory matrix; "sqlite-vec": scan in SQLite (no RAM copy);
     # "auto": numpy while the vectors fit in numpy_max_mib, else sqlite-vec (when loaded).
     vector_backend: Literal["auto", "numpy", "sqlite-vec"] = "auto"
+    # With a provider embedder the question is embedded through the gateway: a call that has
+    # not answered by then is given up and recall runs on full text (its result says so).
+    query_embed_timeout_s: float = Field(2.0, gt=0)
     numpy_max_mib: float = Field(6144.0, ge=0)
     # enforce: a query naming a known entity recalls only memories about it; prefer: those rank
     # first; off: no constraint.
@@ -399,7 +427,7 @@ class Config(_Section):
         is opened)."""
         return (
             self.extractor.kind == "model"
-            or self.embedder.provider != "local"
+            or not self.embedder.in_process
             or self.dedup.audit
             or bool(self.recall.rerank_provider)
         )
@@ -418,7 +446,7 @@ class Config(_Section):
         named = {
             "extractor.provider": extractor.provider if extractor.kind == "model" else "",
             "dedup.audit_provider": dedup.audit_provider if dedup.audit else "",
-            "embedder.provider": "" if embedder.provider == "local" else embedder.provider,
+            "embedder.provider": "" if embedder.in_process else embedder.provider,
             "recall.rerank_provider": self.recall.rerank_provider,
         }
         for field, name in named.items():

@@ -607,6 +607,9 @@ class RecallResult(_Frozen):
     #: the reranker (recall.rerank_provider) ordered the first items; False without one, or
     #: when its call failed and the fused order stands
     reranked: bool = False
+    #: why this recall ran on full text alone (the query could not be embedded: a provider
+    #: down or too slow, a model not installed); None when both channels ran
+    degraded: str | None = None
 
 
 class RecallHit(_Frozen):

@@ -238,6 +238,7 @@ async def cmd_recall(args: argparse.Namespace, cfg: Config) -> int:
         f"  {i.text}"
         for i in result.items
     ]
+    text = "\n".join(lines) or "nothing recalled"
     out(
         args,
         {
@@ -245,8 +246,9 @@ async def cmd_recall(args: argparse.Namespace, cfg: Config) -> int:
             "items": [i.model_dump(mode="json") for i in result.items],
             "packet": result.packet,
             "tokens": result.tokens,
+            "degraded": result.degraded,
         },
-        "\n".join(lines) or "nothing recalled",
+        text if result.degraded is None else f"(full text only: {result.degraded})\n{text}",
     )
     return 0
 

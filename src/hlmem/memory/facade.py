@@ -148,23 +148,26 @@ class Memory:
             )
             stack.callback(self._queue.retire)
             gateway = None
-            # The pipeline's stages call models only here (inline); recall's reranker does in
-            # every mode.
-            reranks = bool(self.config.recall.rerank_provider)
-            if (self.mode == "inline" or reranks) and self.config.calls_models():
+            # The pipeline's stages call models only here (inline); recall's reranker and a
+            # provider's query embeddings do in every mode.
+            recall_calls = bool(self.config.recall.rerank_provider) or (
+                not self.config.embedder.in_process
+            )
+            if (self.mode == "inline" or recall_calls) and self.config.calls_models():
                 # Entered before the task group, so it closes after the stages have stopped.
                 gateway = await stack.enter_async_context(
                     Gateway.open(self.config, self._store, clock=self.clock)
                 )
             self._gateway = gateway
+            if self.mode == "inline":  # built first: a configuration error is raised as is
+                self._pipeline = Pipeline(self._queue, self.config, self.clock, gateway)
             tg = await stack.enter_async_context(anyio.create_task_group())
             self._tg = tg
             self._touches = Touches(self._store, self.config.maintenance, self.clock)
             await tg.start(self._touches.run)
             self._writer = EventWriter(self._queue, self.config.ingest, self.clock)
             await tg.start(self._writer.run)
-            if self.mode == "inline":
-                self._pipeline = Pipeline(self._queue, self.config, self.clock, gateway)
+            if self._pipeline is not None:
                 await tg.start(self._pipeline.run)
         except BaseException as exc:
             await stack.__aexit__(type(exc), exc, exc.__traceback__)

@@ -41,8 +41,16 @@ from hlmem.claims import activation as lifecycle
 from hlmem.clock import parse_iso
 from hlmem.config import Config
 from hlmem.gateway import Gateway
-from hlmem.index import FtsHit, TermCounts, VectorHit, VectorIndex, fts_search_sync, match_ids_sync
-from hlmem.lang import LocalEmbedder, query_terms, segment, spelled_apart
+from hlmem.index import (
+    FtsHit,
+    TermCounts,
+    VectorHit,
+    VectorIndex,
+    fts_search_sync,
+    match_ids_sync,
+    model_identity,
+)
+from hlmem.lang import query_terms, segment, spelled_apart
 from hlmem.messages import (
     QueryParse,
     RecallItem,
@@ -69,6 +77,7 @@ from hlmem.recall.items import (
     read_rows,
     without_history_events,
 )
+from hlmem.recall.query_vector import QueryVectors
 from hlmem.recall.rerank import rerank
 from hlmem.store import Store, SyncReader
 
@@ -109,7 +118,7 @@ class _Query:
 class _Plan:
     """What the query's first read found: how the query is understood, the ids the entity
     constraint allows (None: no limit), which both channels keep to when ``strict``, and the
-    vector index's ``vector_head`` row (None without a vector channel)."""
+    vector index's ``vector_head`` row."""
 
     parsed: QueryParse
     allow: set[str] | None
@@ -136,6 +145,8 @@ class _Found:
     vector: list[VectorHit] = field(default_factory=list)
     rows: dict[tuple[str, str], Candidate] = field(default_factory=dict)
     read: set[tuple[str, str]] = field(default_factory=set)  # absent from rows: not there
+    #: why the vector channel found nothing (no query vector: QueryVectors), if so
+    degraded: str | None = None
 
 
 @dataclass
@@ -161,20 +172,20 @@ class Recaller:
         self._segmenter_ready = False  # jieba's dictionary is loaded (by a first query)
         self.term_counts = TermCounts()  # used on the reader thread only
         emb = cfg.embedder
-        # The query is embedded by the same model as the stored vectors; with a remote
-        # embedder the vector channel needs the gateway, which a reader may not have: then
-        # recall runs on full text alone (see ``vector_channel``).
-        self.embedder = LocalEmbedder(emb.dim) if emb.provider == "local" else None
-        self.index = (
-            VectorIndex(
-                self.embedder.model_id,
-                self.embedder.model_version,
-                emb.dim,
-                backend=self.rc.vector_backend,
-                numpy_max_mib=self.rc.numpy_max_mib,
-            )
-            if self.embedder is not None
-            else None
+        # The query is embedded by the same model as the stored vectors (in process, or
+        # through the gateway for a provider's); when it cannot be, recall runs on full text
+        # and says so (``RecallResult.degraded``).
+        self.query_vectors = QueryVectors(emb, self.rc, gateway)
+        model_id, version = model_identity(emb)
+        self.vector_floors = self.rc.vector_floors.get(
+            model_id, (self.rc.min_vector_score, self.rc.min_event_vector_score)
+        )
+        self.index = VectorIndex(
+            model_id,
+            version,
+            emb.dim,
+            backend=self.rc.vector_backend,
+            numpy_max_mib=self.rc.numpy_max_mib,
         )
 
     async def recall(
@@ -207,8 +218,7 @@ class Recaller:
         )
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._full_text, query, namespace, plan, found)
-            if self.index is not None:
-                tg.start_soon(self._vectors, query, namespace, found)
+            tg.start_soon(self._vectors, query, namespace, found)
             # Queued now, before any task above runs: aiosqlite runs functions in the order
             # they were queued, so the full-text search (queued by its task) comes after it.
             decided = await self.store.read(understand)
@@ -233,6 +243,7 @@ class Recaller:
             tokens=tokens,
             budget_tokens=budget,
             reranked=reranked,
+            degraded=found.degraded,
         )
 
     async def _prepare(self, text: str) -> _Query:
@@ -266,7 +277,7 @@ class Recaller:
         """On the reader thread: the namespace's entities the query names, the query parsed
         with them, the ids the entity constraint allows and the vector index's head; also
         appended to ``into``, where the full-text search queued behind finds it."""
-        head = reader.fetchall("vector_head")[0] if self.index is not None else None
+        head = reader.fetchall("vector_head")[0]
         known = [
             (r["name"], r["kind"])
             for names in query_mod.name_batches(text)
@@ -340,14 +351,12 @@ class Recaller:
         exact scan (on worker threads when large) once the plan is in; the index first reads
         what changed, when its head moved.
 
-        A question is embedded inline (~0.4 ms, mostly Python: a worker thread would run it
-        no sooner, holding the same GIL, and add a hop), a long text on a worker thread."""
-        assert self.index is not None and self.embedder is not None
-        if len(query.text) <= _INLINE_CHARS:
-            vector = self.embedder.embed_one(query.text)
-        else:
-            vector = await anyio.to_thread.run_sync(self.embedder.embed_one, query.text)
+        Without the query's vector (:class:`QueryVectors` says why) the channel finds nothing
+        and ``found.degraded`` holds the reason."""
+        vector, found.degraded = await self.query_vectors.vector(query.text, namespace=namespace)
         decided: _Plan = await query.plan.get()
+        if vector is None:
+            return
         if not self.index.current(self.store, decided.vector_head):
             await self.index.refresh(self.store)
         hits = await self.index.search(
@@ -358,11 +367,9 @@ class Recaller:
             allow=decided.allow if decided.strict else None,
             refresh=False,  # checked above, with the head read by _understand
         )
-        rc = self.rc
+        claim_floor, event_floor = self.vector_floors
         found.vector = [
-            h
-            for h in hits
-            if h.score >= (rc.min_event_vector_score if h.kind == "event" else rc.min_vector_score)
+            h for h in hits if h.score >= (event_floor if h.kind == "event" else claim_floor)
         ]
 
     def _fuse(self, found: _Found, decided: _Plan) -> dict[tuple[str, str], _Candidate]:

