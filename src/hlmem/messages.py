@@ -335,6 +335,8 @@ class ClaimsPending(_Frozen):
 
 #: the dedup key of the one live embedder backfill job (an :class:`EmbedClaims` with no ids)
 EMBED_BACKFILL_KEY = "embedder:backfill"
+#: the job priority of claims' vectors: the embedder takes them before events' and backfills
+CLAIM_VECTORS_PRIORITY = 1
 
 
 class EmbedClaims(_Frozen):

@@ -305,6 +305,11 @@ class JobQueue:
             return int(await self.store.scalar("count_backlog"))
         return int(await self.store.scalar("count_backlog_kind", (kind,)))
 
+    async def backlog_to_claims(self) -> int:
+        """Items waiting or running on the way from events to claims: every stage but the
+        embedder and maintenance (what ingestion's backpressure counts)."""
+        return int(await self.store.scalar("count_backlog_to_claims"))
+
     async def retry_ended(self, *, kind: str | None = None, job_id: int | None = None) -> int:
         """Put failed and parked jobs back to todo with fresh attempts (``hlmem jobs retry``)."""
         async with self.store.transaction() as tx:

@@ -149,7 +149,7 @@ class EventWriter:
                 await self._refresh_backlog()
 
     async def _refresh_backlog(self) -> None:
-        self._set_backlog(await self.queue.backlog())
+        self._set_backlog(await self.queue.backlog_to_claims())
 
     def _set_backlog(self, count: int) -> None:
         b = self._backlog

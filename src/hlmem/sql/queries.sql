@@ -41,6 +41,12 @@ ON CONFLICT DO NOTHING;
 -- name: count_backlog
 SELECT coalesce(sum(size), 0) AS backlog FROM jobs WHERE status IN ('todo', 'doing');
 
+-- name: count_backlog_to_claims
+-- What ingestion's backpressure counts: the jobs on the way from an event to its claims.
+-- Embedding (vectors come a little later) and maintenance never hold back ingestion.
+SELECT coalesce(sum(size), 0) AS backlog FROM jobs
+WHERE status IN ('todo', 'doing') AND kind NOT IN ('embedder', 'maintenance');
+
 -- name: count_backlog_kind
 SELECT coalesce(sum(size), 0) FROM jobs WHERE kind = ? AND status IN ('todo', 'doing');
 

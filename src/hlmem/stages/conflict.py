@@ -36,7 +36,14 @@ from typing import Any
 from hlmem.clock import Clock, iso
 from hlmem.jobs import JobSpec
 from hlmem.lang import Lexicon
-from hlmem.messages import CORRECTION_EXTRACTOR, ClaimsPending, EmbedClaims, Job, JobKind
+from hlmem.messages import (
+    CLAIM_VECTORS_PRIORITY,
+    CORRECTION_EXTRACTOR,
+    ClaimsPending,
+    EmbedClaims,
+    Job,
+    JobKind,
+)
 from hlmem.stages.base import Stage
 from hlmem.store import SyncTx
 
@@ -81,7 +88,9 @@ class _Row:
 
 class Conflict(Stage[None]):
     name = JobKind.CONFLICT
-    downstream = JobKind.EMBEDDER
+    # None: a backlog of vectors to compute never holds back placing claims (the embedder's
+    # jobs wait on disk; claims are recallable by full text meanwhile)
+    downstream = None
 
     def __init__(self, clock: Clock, lexicon: Lexicon) -> None:
         self.clock = clock
@@ -106,7 +115,14 @@ class Conflict(Stage[None]):
                 placed.append(row["id"])
         if not placed:
             return []
-        return [JobSpec(JobKind.EMBEDDER, EmbedClaims(claim_ids=tuple(placed)), size=len(placed))]
+        return [
+            JobSpec(
+                JobKind.EMBEDDER,
+                EmbedClaims(claim_ids=tuple(placed)),
+                size=len(placed),
+                priority=CLAIM_VECTORS_PRIORITY,  # before the events' vectors
+            )
+        ]
 
     def _place(self, tx: SyncTx, r: Any, now: str) -> bool:
         """Place pending claim ``r``; False when it was folded into the claim it repeats."""
