@@ -333,11 +333,21 @@ class RecallConfig(_Section):
     rerank_provider: str = ""
     rerank_model: str = ""
     rerank_candidates: int = Field(20, ge=1)
+    # Optional query expansion (hlmem.recall.expansion): a provider in [providers] with a chat
+    # endpoint and its model write up to expand_queries other queries for a question, searched
+    # beside it; a call that fails or takes longer than expand_timeout_s leaves the plain
+    # recall ("": off).
+    expand_provider: str = ""
+    expand_model: str = ""
+    expand_queries: int = Field(2, ge=1, le=2)
+    expand_timeout_s: float = Field(2.0, gt=0)
 
     @model_validator(mode="after")
     def _rerank_model(self) -> RecallConfig:
         if self.rerank_provider and not self.rerank_model:
             raise ValueError("recall.rerank_model is required with recall.rerank_provider")
+        if self.expand_provider and not self.expand_model:
+            raise ValueError("recall.expand_model is required with recall.expand_provider")
         return self
 
 
@@ -430,6 +440,7 @@ class Config(_Section):
             or not self.embedder.in_process
             or self.dedup.audit
             or bool(self.recall.rerank_provider)
+            or bool(self.recall.expand_provider)
         )
 
     @model_validator(mode="after")
@@ -448,6 +459,7 @@ class Config(_Section):
             "dedup.audit_provider": dedup.audit_provider if dedup.audit else "",
             "embedder.provider": "" if embedder.in_process else embedder.provider,
             "recall.rerank_provider": self.recall.rerank_provider,
+            "recall.expand_provider": self.recall.expand_provider,
         }
         for field, name in named.items():
             if name and name not in self.providers:

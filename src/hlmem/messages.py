@@ -595,7 +595,8 @@ class RecallItem(_Frozen):
     folded: tuple[str, ...] = ()
     #: False for an event from an untrusted source (only when asked for)
     trusted: bool = True
-    #: which channels found it: "fts", "vector"; "rerank" when the reranker placed it
+    #: which channels found it: "fts", "vector", "expansion" (a query the expansion model
+    #: wrote); "rerank" when the reranker placed it
     channels: tuple[str, ...] = ()
 
 

@@ -151,6 +151,62 @@ def parse_audit(text: str) -> bool:
     return isinstance(value, dict) and value.get("same") is True
 
 
+# --- recall's query expansion: other words for one question ----------------------------------
+
+EXPANSION_PROMPT_ID = "hlmem-recall-expand-v1"
+
+EXPANSION_SYSTEM = f"""{EXPANSION_PROMPT_ID}
+A user asks their memory the question that follows. Write up to {{n}} short search queries that \
+would find the stored memory answering it: other words for the same need, the likely answer's \
+wording, and one in the other language (Chinese <-> English). No answers, no explanations.
+Reply with JSON only: {{{{"queries": ["...", "..."]}}}}"""
+
+
+def expansion_request(model: str, question: str, n: int) -> ChatRequest:
+    """The chat request asking for up to ``n`` other queries for ``question``."""
+    return ChatRequest(
+        model=model,
+        messages=(
+            ChatMessage(role="system", content=EXPANSION_SYSTEM.format(n=n)),
+            ChatMessage(role="user", content=_escape(question)),
+        ),
+        max_tokens=40 * n + 16,
+        json_mode=True,
+    )
+
+
+def is_expansion(messages: list[ChatMessage] | tuple[ChatMessage, ...]) -> bool:
+    return bool(messages) and messages[0].content.startswith(EXPANSION_PROMPT_ID)
+
+
+def read_expansion(messages: list[ChatMessage] | tuple[ChatMessage, ...]) -> tuple[str, int]:
+    """The question and the number of queries an expansion request asks for."""
+    n = re.search(r"Write up to (\d+)", messages[0].content)
+    question = messages[1].content if len(messages) > 1 else ""
+    return _unescape(question), int(n.group(1)) if n else 1
+
+
+def parse_expansion(text: str, n: int) -> list[str]:
+    """At most ``n`` distinct non-empty queries of an expansion answer.
+
+    :raises BadProviderOutput: not JSON, or no ``queries`` list of strings.
+    """
+    fenced = _FENCE.match(text)
+    try:
+        value = json.loads(fenced.group(1) if fenced else text.strip())
+    except ValueError as exc:
+        raise BadProviderOutput(f"the expansion is not JSON: {exc}", text) from exc
+    queries = value.get("queries") if isinstance(value, dict) else None
+    if not isinstance(queries, list) or not all(isinstance(q, str) for q in queries):
+        raise BadProviderOutput("the expansion has no list of queries", text)
+    out: list[str] = []
+    for q in queries:
+        q = " ".join(q.split())
+        if q and q not in out:
+            out.append(q)
+    return out[:n]
+
+
 # --- the expected answer ----------------------------------------------------------------------
 
 

@@ -148,10 +148,12 @@ class Memory:
             )
             stack.callback(self._queue.retire)
             gateway = None
-            # The pipeline's stages call models only here (inline); recall's reranker and a
-            # provider's query embeddings do in every mode.
-            recall_calls = bool(self.config.recall.rerank_provider) or (
-                not self.config.embedder.in_process
+            # The pipeline's stages call models only here (inline); recall's reranker, query
+            # expansion and a provider's query embeddings do in every mode.
+            rc = self.config.recall
+            recall_calls = (
+                bool(rc.rerank_provider or rc.expand_provider)
+                or not self.config.embedder.in_process
             )
             if (self.mode == "inline" or recall_calls) and self.config.calls_models():
                 # Entered before the task group, so it closes after the stages have stopped.

