@@ -106,3 +106,19 @@ async def test_many_boosts_stop_at_the_cap(db_path: Path) -> None:
     activation, accesses = access(db_path, claim)
     assert activation == pytest.approx(1.5)
     assert accesses == 40
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+async def test_record_activation_off_writes_nothing(db_path: Path, lang: str) -> None:
+    # access_flush_s = 0 would write each recall's boost at once: nothing waits, nothing lands.
+    fact, question = FACTS[lang]
+    cfg = fast_config(maintenance={"access_flush_s": 0}, recall={"record_activation": False})
+    async with hlmem.open(db_path, config=cfg, clock=ManualClock(NOW)) as mem:
+        claim = await remember(mem, db_path, fact)
+        before = access(db_path, claim)
+        for _ in range(3):
+            result = await mem.recall(question)
+            assert result.items[0].id == claim
+        assert mem._touches is not None and mem._touches.pending == 0
+        await mem.drain(timeout_s=30)
+    assert access(db_path, claim) == before

@@ -320,6 +320,9 @@ class RecallConfig(_Section):
     weight_activation: float = Field(0.1, ge=0)
     weight_utility: float = Field(0.3, ge=0)
     recency_half_life_days: float = Field(30.0, gt=0)
+    # Whether a recall raises the activation of what it returns (hlmem.recall.touches). Off
+    # for an evaluation, where one question's recall must not change another's ranking.
+    record_activation: bool = True
     # The context packet: its token budget, and the longest evidence quote it shows.
     budget_tokens: int = Field(2000, ge=50)
     quote_chars: int = Field(80, ge=10)

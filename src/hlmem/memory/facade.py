@@ -504,7 +504,8 @@ class Memory:
         result carries how the query was understood, the items, and the packet within
         ``budget_tokens`` (default ``recall.budget_tokens``). What is returned becomes easier to
         recall next time (activation), without slowing this call: the boosts of many recalls are
-        written together, within ``maintenance.access_flush_s`` (:mod:`hlmem.recall.touches`).
+        written together, within ``maintenance.access_flush_s`` (:mod:`hlmem.recall.touches`);
+        ``recall.record_activation = false`` turns that off.
 
         :raises InputError: an argument of the wrong type or out of range (named): ``k``
             below 1, a naive ``as_of``, a query longer than ``recall.max_query_chars``.
@@ -526,7 +527,7 @@ class Memory:
         )
         touched = [i.id for i in result.items if i.kind == "claim"]
         touched += [f for i in result.items for f in i.folded]
-        if self._touches is not None:
+        if self._touches is not None and self.config.recall.record_activation:
             self._touches.add(touched)  # written in a batch, off this call (hlmem.recall.touches)
         return result
 
