@@ -1,7 +1,9 @@
-"""The retrieval evaluation (bench/eval_retrieval.py): BM25, metrics, recall shapes, loaders.
+"""The retrieval evaluation (bench/eval_retrieval.py): BM25, the full-text index's tokens,
+metrics and their intervals, recall shapes, loaders, time and isolation.
 
 No dataset file is needed: the end-to-end case writes a two-conversation file in the LoCoMo
-schema to ``tmp_path`` and runs the harness on it with a real hlmem store.
+schema to ``tmp_path`` and runs the harness on it with a real hlmem store; the time and
+isolation cases replay hand-made conversations into real stores.
 """
 
 from __future__ import annotations
@@ -19,9 +21,14 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 import eval_data  # type: ignore[import-not-found, unused-ignore]
+import eval_periods  # type: ignore[import-not-found, unused-ignore]
 import eval_retrieval  # type: ignore[import-not-found, unused-ignore]
+import eval_stats  # type: ignore[import-not-found, unused-ignore]
 from bm25 import BM25  # type: ignore[import-not-found, unused-ignore]
+from fts_tokens import FtsTokenizer  # type: ignore[import-not-found, unused-ignore]
+from helpers import connect_raw, rows
 
+import hlmem
 from hlmem import Claim, ClaimStatus, EvidenceSpan, RecallHit
 from hlmem.lang import tokens
 
@@ -322,19 +329,37 @@ def test_harness_end_to_end(
     assert any(line.startswith("locomo ") and " bm25 " in line for line in out[:-1])
     ds = result["datasets"]["locomo"]
     assert (ds["conversations"], ds["turns"], ds["questions"]) == (2, 6, 4)
-    bm25, hl = ds["systems"]["bm25"], ds["systems"]["hlmem"]
-    assert bm25["metrics"]["all"]["n"] == hl["metrics"]["all"]["n"] == 4
-    assert set(bm25["metrics"]) == {"multi-hop", "single-hop", "temporal", "all"}
+    assert set(ds["systems"]) == {"hlmem", "bm25", "bm25-fts"}
+    hl = ds["systems"]["hlmem"]
+    for system in ds["systems"].values():
+        assert system["metrics"]["all"]["n"] == 4
+        assert set(system["metrics"]) == set(system["ci95"])
+        assert set(system["metrics"]) == {"multi-hop", "single-hop", "temporal", "all"}
+        for cat, intervals in system["ci95"].items():
+            assert set(intervals) == {"hit@1", "recall@10", "mrr@10"}
+            for name, (low, high) in intervals.items():
+                assert 0.0 <= low <= system["metrics"][cat][name] <= high <= 1.0
     # every question shares a distinctive word with its evidence turn only
-    assert bm25["metrics"]["single-hop"]["hit@1"] == 1.0
-    assert bm25["metrics"]["all"]["hit@3"] == 1.0
+    for baseline in ("bm25", "bm25-fts"):
+        assert ds["systems"][baseline]["metrics"]["single-hop"]["hit@1"] == 1.0
+        assert ds["systems"][baseline]["metrics"]["all"]["hit@3"] == 1.0
     # every turn was replayed into the store under its dataset id
-    assert hl["events"] == 6
+    assert (hl["events"], hl["failed_jobs"]) == (6, 0)
     for row in hl["metrics"].values():
         assert all(0.0 <= v <= 1.0 for name, v in row.items() if name != "n")
-    assert isinstance(ds["hlmem_above_bm25"], bool)
-    assert result["targets"] == {"locomo_hlmem_above_bm25": ds["hlmem_above_bm25"]}
+    versus = ds["versus_best_baseline"]
+    assert versus["baseline"] in ("bm25", "bm25-fts") and versus["metric"] == "recall@10"
+    best = versus["baseline_value"]
+    assert best == ds["systems"][versus["baseline"]]["metrics"]["all"]["recall@10"]
+    assert best == max(
+        ds["systems"][b]["metrics"]["all"]["recall@10"] for b in eval_retrieval.BASELINES
+    )
+    assert versus["above"] == (hl["metrics"]["all"]["recall@10"] > best)
+    assert result["targets"] == {"locomo_hlmem_above_best_baseline": versus["above"]}
     assert result["k"] == [1, 3, 5, 10]
+    assert result["meta"]["overrides"]["recall"] == {"record_activation": False}
+    assert result["meta"]["bootstrap"]["resamples"] == eval_stats.RESAMPLES
+    assert ds["periods"]["questions"] == 4
 
 
 def test_subset_spreads_single_question_conversations() -> None:
@@ -348,3 +373,243 @@ def test_subset_spreads_single_question_conversations() -> None:
     picked = eval_retrieval.subset(convs, 4)
     assert [c.id for c in picked] == ["c0", "c4", "c1", "c5"]
     assert eval_retrieval.subset(convs, None) == convs
+
+
+def test_harness_refuses_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--dataset", "memdaily", "--data", str(tmp_path / "nothing.json")]
+    assert eval_retrieval.main(argv) == 1
+    err = capsys.readouterr().err
+    assert "nothing.json" in err and "Traceback" not in err
+
+
+def test_e5_embedder_is_configured_or_refused_clearly() -> None:
+    # Whether this hlmem has the in-process e5 embedder or not, the option says which.
+    try:
+        cfg = eval_retrieval.eval_config(None, "e5")
+    except eval_retrieval.EvalError as exc:
+        assert "--embedder e5" in str(exc)
+    else:
+        assert (cfg.embedder.provider, cfg.embedder.dim) == ("e5", 384)
+    local = eval_retrieval.eval_config(None, "local")
+    assert local.embedder.provider == "local"
+    assert local.recall.record_activation is False
+    assert local.maintenance.enabled is False
+
+
+# --- the full-text index's tokens -------------------------------------------------------------
+
+TEXTS = [
+    "I was running to the café; v1.2 is out!",
+    "我喜欢喝乌龙茶，不喜欢咖啡",
+    "The runners ran; 北京大学 hosted the e-mail workshop",
+    "the the the",
+]
+
+
+def test_fts_tokens_stem_and_segment() -> None:
+    with FtsTokenizer() as fts:
+        assert fts.tokenize == "porter unicode61 remove_diacritics 2 tokenchars '.'"
+        english, chinese, _, repeated = fts.event_tokens(TEXTS)
+        assert {"run", "cafe", "v1.2"} <= set(english)
+        assert {"乌龙", "乌龙茶", "咖啡"} <= set(chinese)
+        assert repeated == ["the", "the", "the"]
+        assert fts.tokenize_bodies(["", "   "]) == [[], []]
+        # the question's terms (stop words out), stemmed as the index stems them
+        assert sorted(fts.query_tokens(["Where does the runner run?"])[0]) == [
+            "run",
+            "runner",
+            "where",
+        ]
+        assert {"喜欢", "茶"} <= set(fts.query_tokens(["我喜欢什么茶"])[0])
+
+
+@pytest.mark.anyio
+async def test_fts_tokens_are_what_the_store_indexes(db_path: Path) -> None:
+    cfg = eval_retrieval.eval_config(None, "local")
+    async with hlmem.open(db_path, config=cfg) as mem:
+        await mem.add_events(
+            {"session_id": "s", "role": "user", "content": text, "event_id": f"e{i}"}
+            for i, text in enumerate(TEXTS)
+        )
+        await mem.flush()
+        await mem.drain(timeout_s=60)
+    conn = connect_raw(db_path)
+    try:
+        conn.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, recall_fts, instance)")
+        found: dict[str, list[str]] = {}
+        sql = (
+            "SELECT d.item_id, v.term FROM temp.v AS v JOIN recall_docs AS d ON d.id = v.doc"
+            " WHERE d.kind = 'event' AND v.col = 'body'"
+        )
+        for item_id, term in conn.execute(sql):
+            found.setdefault(item_id, []).append(term)
+    finally:
+        conn.close()
+    with FtsTokenizer() as fts:
+        expected = fts.event_tokens(TEXTS)
+    assert {k: sorted(v) for k, v in found.items()} == {
+        f"e{i}": sorted(t) for i, t in enumerate(expected)
+    }
+
+
+# --- bootstrap --------------------------------------------------------------------------------
+
+
+def test_bootstrap_is_fixed_and_sane() -> None:
+    values = [1.0] * 30 + [0.0] * 70
+    rows_a = eval_stats.resamples(100, key="ds/all", count=500)
+    rows_b = eval_stats.resamples(100, key="ds/all", count=500)
+    assert (rows_a == rows_b).all()
+    assert not (rows_a == eval_stats.resamples(100, key="ds/other", count=500)).all()
+    low, high = eval_stats.interval(values, rows_a)
+    assert low < 0.3 < high
+    assert 0.15 < high - low < 0.25  # about 4 standard errors of a proportion of 0.3
+    assert eval_stats.interval([0.5] * 100, rows_a) == [0.5, 0.5]
+    same = eval_stats.paired_difference(values, values, rows_a)
+    assert same == {"diff": 0.0, "ci95": [0.0, 0.0]}
+    better = eval_stats.paired_difference([1.0] * 100, values, rows_a)
+    assert better["diff"] == 0.7 and better["ci95"][0] > 0.5
+    with pytest.raises(ValueError):
+        eval_stats.resamples(0, key="empty")
+
+
+# --- time and isolation -----------------------------------------------------------------------
+
+AT = datetime(2023, 3, 1, 9, 0, tzinfo=UTC)
+
+
+def _turn(turn_id: str, text: str, at: datetime) -> Any:
+    return eval_data.Turn(turn_id, f"s-{at.date()}", "user", "user", text, at)
+
+
+def _trip_conversation() -> Any:
+    """Two trips told a year apart, and a question about "last year" asked after both."""
+    turns = (
+        _turn("t1", "I visited Rome with my sister, a wonderful trip.", AT),
+        _turn("t2", "We stayed near the Colosseum.", AT + timedelta(seconds=30)),
+        _turn("t3", "I visited Paris with my sister, a wonderful trip.", AT + timedelta(days=400)),
+    )
+    asked = AT + timedelta(days=420)  # 2024-04-24: "last year" is 2023
+    question = eval_data.Question(
+        "q1", "Which city did I visit last year?", "temporal", ("t1",), asked
+    )
+    return eval_data.Conversation("trips", turns, (question,))
+
+
+def test_replay_batches_follow_time() -> None:
+    conv = _trip_conversation()
+    batches = eval_retrieval.replay_batches(conv.turns)
+    assert [[t.id for t in b] for b in batches] == [["t1", "t2"], ["t3"]]
+    recorded = eval_retrieval.recorded_times(conv)
+    assert recorded == {"t1": conv.turns[1].at, "t2": conv.turns[1].at, "t3": conv.turns[2].at}
+    # LoCoMo gives no question date: asked just after the conversation's end
+    undated = eval_data.Conversation(
+        conv.id, conv.turns, (eval_data.Question("q", "?", "c", ("t1",)),)
+    )
+    assert eval_retrieval.asked_at(undated, undated.questions[0]) == (
+        conv.turns[-1].at + eval_retrieval.LOCOMO_ASKED_AFTER
+    )
+
+
+@pytest.mark.anyio
+async def test_recall_runs_at_the_question_date(tmp_path: Path) -> None:
+    conv = _trip_conversation()
+    cfg = eval_retrieval.eval_config(None, "local")
+    run = await eval_retrieval.run_hlmem([conv], tmp_path / "d.db", cfg, 10)
+    # "last year" is 2023 at the question's date: Paris, said in 2024, is left out
+    assert "trips#t1" in run.ranked["q1"]
+    assert "trips#t3" not in run.ranked["q1"]
+    # events are recorded when the dataset says they were told (the batch's last turn)
+    recorded = dict(rows(tmp_path / "d.db", "SELECT id, recorded_at FROM events"))
+    assert recorded["trips#t1"] == recorded["trips#t2"] == "2023-03-01T09:00:30.000000+00:00"
+    assert recorded["trips#t3"].startswith("2024-04-04T09:00:00")
+    # on the machine's clock "last year" is long after both trips: both are kept
+    machine = await eval_retrieval.run_hlmem(
+        [conv], tmp_path / "m.db", cfg, 10, clock_kind="machine"
+    )
+    assert {"trips#t1", "trips#t3"} <= set(machine.ranked["q1"])
+
+
+def _pets_conversation() -> Any:
+    texts = [
+        "Alice: my dog Biscuit loves the beach",
+        "Bob: I adopted a cat called Mochi",
+        "Alice: remember that I prefer green tea",
+        "Bob: I prefer coffee in the morning",
+        "Alice: Biscuit chewed my running shoes",
+        "Bob: Mochi sleeps on my keyboard",
+    ]
+    turns = tuple(_turn(f"t{i}", t, AT + timedelta(hours=i)) for i, t in enumerate(texts))
+    questions = tuple(
+        eval_data.Question(f"q{i}", q, "single-hop", (g,), AT + timedelta(days=i))
+        for i, (q, g) in enumerate(
+            [
+                ("What is the name of Alice's dog?", "t0"),
+                ("What does Alice prefer to drink?", "t2"),
+                ("What does Bob prefer in the morning?", "t3"),
+                ("What did Biscuit chew?", "t4"),
+                ("Where does Mochi sleep?", "t5"),
+            ]
+        )
+    )
+    return eval_data.Conversation("pets", turns, questions)
+
+
+@pytest.mark.anyio
+async def test_no_recall_changes_another(tmp_path: Path) -> None:
+    conv = _pets_conversation()
+    cfg = eval_retrieval.eval_config(None, "local")
+    clock = hlmem.ManualClock(AT)
+    async with hlmem.open(tmp_path / "iso.db", config=cfg, clock=clock) as mem:
+        await eval_retrieval.replay(mem, clock, conv)
+        before = rows(tmp_path / "iso.db", "SELECT id, activation, access_count FROM claims")
+        forward, backward = eval_retrieval.SystemRun(), eval_retrieval.SystemRun()
+        await eval_retrieval.ask(mem, clock, [conv], 10, forward)
+        await eval_retrieval.ask(mem, clock, [conv], 10, backward, order=reversed)
+        await eval_retrieval.ask(mem, clock, [conv], 10, forward)  # asked twice: same answers
+        await mem.drain(timeout_s=60)
+    assert forward.ranked == backward.ranked
+    assert all(forward.ranked.values())
+    assert rows(tmp_path / "iso.db", "SELECT id, activation, access_count FROM claims") == before
+
+
+# --- periods ----------------------------------------------------------------------------------
+
+
+def test_period_cuts_count_gold_said_after_the_period() -> None:
+    trips = _trip_conversation()
+    retold = eval_data.Conversation(
+        "retold",
+        trips.turns,
+        (
+            eval_data.Question(
+                "q2",
+                "Which city did I visit last year?",
+                "temporal",
+                ("t3",),
+                trips.questions[0].asked_at,
+            ),
+            eval_data.Question(
+                "q3",
+                "What did I believe about Rome in March 2023?",
+                "belief",
+                ("t1", "t3"),
+                trips.questions[0].asked_at,
+            ),
+            eval_data.Question(
+                "q4", "Which city did I visit?", "plain", ("t1",), trips.questions[0].asked_at
+            ),
+        ),
+    )
+    cuts = eval_periods.count_cuts(
+        [trips, retold], asked_at=eval_retrieval.asked_at, recorded=eval_retrieval.recorded_times
+    )
+    figures = cuts.figures()
+    assert figures["questions"] == 4
+    period = figures["period"]
+    assert (period["questions"], period["gold_turns"], period["gold_turns_after_cut"]) == (2, 2, 1)
+    assert cuts.period.some_gold_after == cuts.period.all_gold_after == ["q2"]
+    assert period["examples"][0]["time_words"] == "last year"
+    belief = figures["belief"]
+    assert (belief["questions"], belief["gold_turns"], belief["gold_turns_after_cut"]) == (1, 2, 1)
+    assert cuts.belief.some_gold_after == ["q3"] and cuts.belief.all_gold_after == []
