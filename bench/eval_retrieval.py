@@ -601,11 +601,11 @@ def table(result: dict[str, Any]) -> list[str]:
         diff = v["by_category"][ALL][v["metric"]]
         verdict = "PASS" if v["above"] else "FAIL"
         low, high = diff["ci95"]
-        sure = "significantly above" if low > 0 else "significantly below" if high < 0 else "within"
+        sure = "above 0" if low > 0 else "below 0" if high < 0 else "includes 0"
         lines.append(
             f"{verdict}  {ds_name}: hlmem {v['metric']} {v['hlmem']:.3f} vs {v['baseline']} "
             f"{v['baseline_value']:.3f} (the stronger baseline): difference "
-            f"{_ci(diff['diff'], diff['ci95'])}, {sure} the bootstrap's noise"
+            f"{_ci(diff['diff'], diff['ci95'])}: its 95 % interval {sure}"
         )
     return lines
 
