@@ -41,7 +41,15 @@ from hlmem.claims import activation as lifecycle
 from hlmem.clock import parse_iso
 from hlmem.config import Config
 from hlmem.gateway import Gateway
-from hlmem.index import FtsHit, TermCounts, VectorHit, VectorIndex, fts_search_sync, match_ids_sync
+from hlmem.index import (
+    AnnParams,
+    FtsHit,
+    TermCounts,
+    VectorHit,
+    VectorIndex,
+    fts_search_sync,
+    match_ids_sync,
+)
 from hlmem.lang import LocalEmbedder, query_terms, segment, spelled_apart
 from hlmem.messages import (
     QueryParse,
@@ -172,6 +180,7 @@ class Recaller:
                 emb.dim,
                 backend=self.rc.vector_backend,
                 numpy_max_mib=self.rc.numpy_max_mib,
+                ann_params=AnnParams.from_config(self.rc),
             )
             if self.embedder is not None
             else None
