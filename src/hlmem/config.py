@@ -294,6 +294,8 @@ class RecallConfig(_Section):
     ann_candidates: int = Field(100, ge=1)
     # Keep each graph in a file beside the database (<db>.ann/), loaded at the next open.
     ann_save: bool = True
+    # Threads a graph build uses (one leaves a core to recall while a large store is indexed).
+    ann_build_threads: int = Field(1, ge=1)
     # enforce: a query naming a known entity recalls only memories about it; prefer: those rank
     # first; off: no constraint.
     entity_constraint: Literal["enforce", "prefer", "off"] = "enforce"

@@ -119,7 +119,12 @@ class AnnParams:
     @classmethod
     def from_config(cls, rc: RecallConfig) -> AnnParams:
         """The ``recall.ann_*`` settings."""
-        return cls(min_vectors=rc.ann_min_vectors, candidates=rc.ann_candidates, save=rc.ann_save)
+        return cls(
+            min_vectors=rc.ann_min_vectors,
+            candidates=rc.ann_candidates,
+            save=rc.ann_save,
+            build_threads=rc.ann_build_threads,
+        )
 
     def wanted(self, k: int, dead_share: float) -> int:
         """Candidates to ask a graph for, for an exact top ``k`` of the live ones."""
