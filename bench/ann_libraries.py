@@ -4,6 +4,11 @@ and IVF over a scalar quantiser), on the same synthetic e5-like vectors (``dense
 
     .venv/bin/python bench/ann_libraries.py --n 200000              # every candidate, ~6 min
     .venv/bin/python bench/ann_libraries.py --n 1000000 --only usearch-i8,faiss-hnsw-sq8
+    .venv/bin/python bench/ann_libraries.py --threshold 5000,10000,20000,50000
+
+``--threshold`` decides ``recall.ann_min_vectors`` instead: at each size, the exact scan as
+the index does it (row-major float32 matrix-vector product, top 50) against usearch-i8 (its
+candidates re-scored), p50/p95 over the queries, and the graph's build time and memory.
 
 For each candidate: build time (``--threads`` threads, as the background build would use),
 memory (the library's own count, or the serialised size), save and load time of the index
@@ -216,6 +221,52 @@ def rss_mib() -> float:
     return float("nan")
 
 
+def threshold(sizes: list[int], args: argparse.Namespace) -> None:
+    rows = []
+    for n in sizes:
+        world = DenseWorld(args.seed, n)
+        data = world.vectors(n)
+        queries = world.queries(args.queries)
+        exact_ms = []
+        for q in queries:
+            started = time.perf_counter()
+            scores = data @ q
+            best = np.argpartition(scores, n - 50)[-50:]
+            best[np.argsort(-scores[best], kind="stable")].tolist()
+            exact_ms.append((time.perf_counter() - started) * 1000)
+        spec = CANDIDATES["usearch-i8"]
+        started = time.perf_counter()
+        index = build_usearch(data, "i8", 1, spec["conn"], spec["ef_add"])
+        build_s = time.perf_counter() - started
+        search = usearch_search(index, 64)
+        ann_ms = []
+        for q in queries:
+            started = time.perf_counter()
+            found = search(q, 100)
+            scores = data[found] @ q
+            found[np.argsort(-scores, kind="stable")[:50]].tolist()
+            ann_ms.append((time.perf_counter() - started) * 1000)
+        row = {
+            "n": n,
+            "exact_p50_ms": pct(exact_ms, 50),
+            "exact_p95_ms": pct(exact_ms, 95),
+            "ann_p50_ms": pct(ann_ms, 50),
+            "ann_p95_ms": pct(ann_ms, 95),
+            "build_s_1_thread": round(build_s, 1),
+            "graph_mib": round(int(index.memory_usage) / 2**20, 1),
+        }
+        say(json.dumps(row))
+        rows.append(row)
+    head = f"{'vectors':>8} {'exact p50':>10} {'p95':>7} {'ann p50':>8} {'p95':>7}"
+    print(f"{head} {'build s':>8} {'MiB':>6}")
+    for r in rows:
+        print(
+            f"{r['n']:>8} {r['exact_p50_ms']:>10} {r['exact_p95_ms']:>7} {r['ann_p50_ms']:>8} "
+            f"{r['ann_p95_ms']:>7} {r['build_s_1_thread']:>8} {r['graph_mib']:>6}"
+        )
+    print(json.dumps({"threshold": rows, "loadavg_1m": os.getloadavg()[0]}))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--n", type=int, default=200_000, help="vectors")
@@ -225,7 +276,11 @@ def main() -> None:
     parser.add_argument("--only", help="comma-separated candidate names")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workdir", default=tempfile.gettempdir())
+    parser.add_argument("--threshold", help="comma-separated sizes: exact against ANN")
     args = parser.parse_args()
+    if args.threshold:
+        threshold([int(n) for n in args.threshold.split(",")], args)
+        return
     args.candidates = [int(c) for c in args.candidates.split(",")]
     names = args.only.split(",") if args.only else list(CANDIDATES)
     world = DenseWorld(args.seed, args.n)

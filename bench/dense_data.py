@@ -68,12 +68,19 @@ class DenseWorld:
     def vectors(self, n: int, *, stream: int = 0) -> Matrix:
         """``n`` stored vectors (row-major float32, unit norm); ``stream`` picks another
         independent sequence (another namespace, the events beside the claims)."""
+        return self.vectors_at(0, n, stream=stream)
+
+    def vectors_at(self, start: int, n: int, *, stream: int = 0) -> Matrix:
+        """Rows ``start`` to ``start + n`` of the sequence :meth:`vectors` gives (each block of
+        :data:`BLOCK_ROWS` rows has a seed of its own: align ``start`` to save work)."""
         out = np.empty((n, self.dim), dtype=np.float32)
-        for start in range(0, n, BLOCK_ROWS):
-            stop = min(n, start + BLOCK_ROWS)
-            rng = np.random.default_rng([self.seed, stream, start])
-            topic = rng.integers(0, len(self.centres), stop - start)
-            out[start:stop] = self._around(topic, rng)
+        stop = start + n
+        for block in range(start // BLOCK_ROWS * BLOCK_ROWS, stop, BLOCK_ROWS):
+            rng = np.random.default_rng([self.seed, stream, block])
+            topic = rng.integers(0, len(self.centres), BLOCK_ROWS)
+            rows = self._around(topic, rng)
+            lo, hi = max(start, block), min(stop, block + BLOCK_ROWS)
+            out[lo - start : hi - start] = rows[lo - block : hi - block]
         return out
 
     def queries(self, n: int, *, seed: int = 1) -> Matrix:
