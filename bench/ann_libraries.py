@@ -6,6 +6,11 @@ and IVF over a scalar quantiser), on the same synthetic e5-like vectors (``dense
     .venv/bin/python bench/ann_libraries.py --n 1000000 --only usearch-i8,faiss-hnsw-sq8
     .venv/bin/python bench/ann_libraries.py --threshold 5000,10000,20000,50000
 
+``--hashed FILE`` asks whether the local embedder's sparse vectors want a graph: usearch-i8
+over the ``default`` namespace's vectors of a ``bench/recall.py`` file, recall@10 of 100-400
+candidates re-scored (ties counted) against the exact scan, beside the exact sparse scan's
+time (``recall.floor_sparse``), for the bench's own 200 queries.
+
 ``--threshold`` decides ``recall.ann_min_vectors`` instead: at each size, the exact scan as
 the index does it (row-major float32 matrix-vector product, top 50) against usearch-i8 (its
 candidates re-scored), p50/p95 over the queries, and the graph's build time and memory.
@@ -267,6 +272,48 @@ def threshold(sizes: list[int], args: argparse.Namespace) -> None:
     print(json.dumps({"threshold": rows, "loadavg_1m": os.getloadavg()[0]}))
 
 
+def hashed(path: Path, args: argparse.Namespace) -> None:
+    import anyio
+    import recall
+    from recall_data import Generator
+
+    from hlmem.lang import DEFAULT_DIM, LocalEmbedder
+
+    cols = anyio.run(recall.namespace_matrix, path)
+    data = np.ascontiguousarray(cols.T)
+    n = len(data)
+    queries = Generator(args.seed).queries(args.queries, seed=args.seed + 1000)
+    qvecs = LocalEmbedder(DEFAULT_DIM).embed([q.text for q in queries])
+    say(f"{n:,} hashed vectors, {float((data != 0).mean()):.3f} of their values not zero")
+    spec = CANDIDATES["usearch-i8"]
+    started = time.perf_counter()
+    index = build_usearch(data, "i8", args.threads, spec["conn"], spec["ef_add"])
+    build_s = time.perf_counter() - started
+    search = usearch_search(index, 64)
+    out: dict[str, Any] = {"vectors": n, "build_s": round(build_s, 1)}
+    out["graph_mib"] = round(int(index.memory_usage) / 2**20, 1)
+    for cands in (100, 200, 400):
+        right, ann_ms, sparse_ms = [], [], []
+        for q in qvecs:
+            started = time.perf_counter()
+            found = search(q, cands)
+            scores = np.sort(data[found] @ q)[::-1][:10]
+            ann_ms.append((time.perf_counter() - started) * 1000)
+            sparse_ms.append(recall.floor_sparse(cols, q, 50))
+            kth = np.partition(q @ cols, n - 10)[n - 10]
+            right.append(float(np.mean(scores >= kth - 1e-6)))  # ties count as found
+        row = {
+            "recall10": round(float(np.mean(right)), 3),
+            "ann_p50_ms": pct(ann_ms, 50),
+            "ann_p95_ms": pct(ann_ms, 95),
+            "sparse_scan_p50_ms": pct(sparse_ms, 50),
+            "sparse_scan_p95_ms": pct(sparse_ms, 95),
+        }
+        say(f"{cands} candidates: {json.dumps(row)}")
+        out[str(cands)] = row
+    print(json.dumps({"hashed": out, "loadavg_1m": os.getloadavg()[0]}))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--n", type=int, default=200_000, help="vectors")
@@ -277,7 +324,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workdir", default=tempfile.gettempdir())
     parser.add_argument("--threshold", help="comma-separated sizes: exact against ANN")
+    parser.add_argument("--hashed", help="a bench/recall.py file: ANN on its hashed vectors")
     args = parser.parse_args()
+    if args.hashed:
+        hashed(Path(args.hashed), args)
+        return
     if args.threshold:
         threshold([int(n) for n in args.threshold.split(",")], args)
         return
