@@ -292,6 +292,14 @@ async def test_saved_graphs_load_only_when_they_match(
     assert how() == ["loaded"] and second.graphs() == {("ns", "claim"): 400}
     assert ids(await second.search(store, vecs[9], 1, namespace="ns")) == ["c9"]
 
+    # A truncated file is refused (and replaced by the rebuild).
+    graph_path = next(p for p in folder.iterdir() if p.suffix == ".usearch")
+    whole = graph_path.read_bytes()
+    graph_path.write_bytes(whole[: len(whole) // 2])
+    cut = VectorIndex(MODEL, VERSION, DIM, backend="ann", ann_params=params)
+    await ready(cut, store)
+    assert how() == ["built"] and graph_path.stat().st_size > len(whole) // 2
+
     # Another store with the same partition, other vectors: the copied file is refused.
     other = await Store.open(tmp_path / "other.db", StoreConfig())
     try:

@@ -364,14 +364,17 @@ class AnnBuilder:
         self._queue: list[Job] = []
         self._done: list[Job] = []
         self._pending: set[int] = set()  # id() of partitions with a job queued or running
+        self._failed: set[int] = set()  # id() of partitions whose job raised: not retried
         self._thread: threading.Thread | None = None
         self._running: Job | None = None
         self._go = threading.Event()
         self._go.set()
 
     def busy(self, part: Partition) -> bool:
+        """Whether ``part`` has a job queued or running, or had one fail (logged; it is not
+        retried until the index reloads its rows)."""
         with self._lock:
-            return id(part) in self._pending
+            return id(part) in self._pending or id(part) in self._failed
 
     def idle(self) -> bool:
         with self._lock:
@@ -414,6 +417,7 @@ class AnnBuilder:
             for job in self._queue:
                 self._pending.discard(id(job.part))
             self._queue.clear()
+            self._failed.clear()
             if self._running is not None:
                 self._running.cancel.set()
 
@@ -442,6 +446,8 @@ class AnnBuilder:
                     "ann graph job failed",
                     extra={"action": "ann_job_failed", "namespace": job.key.namespace},
                 )
+                with self._lock:
+                    self._failed.add(id(job.part))
             job.seconds = time.perf_counter() - started
             with self._lock:
                 self._running = None
