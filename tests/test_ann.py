@@ -368,3 +368,21 @@ async def test_forget_and_restore_never_bring_a_vector_back(tmp_path: Path) -> N
                 assert first not in found and second not in found and len(found) == 10
     finally:
         await store.close()
+
+
+async def test_a_file_holding_a_vector_deleted_meanwhile_is_removed_at_load(store: Store) -> None:
+    """A vector deleted while no index ran (a CLI forget): the next index loads the saved graph,
+    finds the vector dead, removes the file before the graph serves, and never returns it."""
+    params = AnnParams(min_vectors=200, save=True)
+    rng = np.random.default_rng(10)
+    vecs = unit(rng, 300)
+    await put(store, [("claim", f"c{i}", "ns", v) for i, v in enumerate(vecs)])
+    await ready(VectorIndex(MODEL, VERSION, DIM, backend="ann", ann_params=params), store)
+    folder = store.path.with_name(store.path.name + ".ann")
+    assert any(p.suffix == ".usearch" for p in folder.iterdir())
+    sql(store, "DELETE FROM vectors WHERE owner_id = 'c4'")
+    later = VectorIndex(MODEL, VERSION, DIM, backend="ann", ann_params=params)
+    await ready(later, store)
+    assert later.graphs() == {("ns", "claim"): 300}  # loaded, with the dead vector in it
+    assert not any(p.suffix == ".usearch" for p in folder.iterdir())
+    assert "c4" not in ids(await later.search(store, vecs[4], 10, namespace="ns"))

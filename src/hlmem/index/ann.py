@@ -31,6 +31,9 @@ thread of its own; the event loop only installs finished graphs):
 - a graph is saved (atomically) only while it holds no deleted vector: usearch keeps a
   removed vector's bytes in its file, and a forgotten vector must not stay on disk. The first
   deletion in a partition whose graph was saved removes the file; the next rebuild saves it.
+  A deletion made while no index runs on the file (``hlmem forget`` from the CLI, a worker
+  process) is seen when the next index loads the file: the vector is not live, so the file is
+  removed then, before the graph serves a search (until then it holds the vector's int8 copy).
 """
 
 from __future__ import annotations
