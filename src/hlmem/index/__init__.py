@@ -1,11 +1,13 @@
 """The two search channels, written by the stages and read by recall.
 
 Full text over jieba-segmented bodies (``fts``) and vectors: the exact numpy scan or sqlite-vec
-over float32 rows of one model (``vectors``, ``vector_rows``).
+over float32 rows of one model (``vectors``, ``vector_rows``), with HNSW graphs proposing the
+candidates of large partitions of dense vectors (``ann``).
 """
 
 from __future__ import annotations
 
+from hlmem.index.ann import AnnParams
 from hlmem.index.embedders import in_process_embedder
 from hlmem.index.fts import (
     FTS_DELETE,
@@ -32,6 +34,7 @@ __all__ = [
     "FTS_DELETE",
     "FTS_INSERT",
     "FTS_MIGRATION",
+    "AnnParams",
     "Backend",
     "FtsHit",
     "FtsItem",

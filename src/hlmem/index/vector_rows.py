@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -93,59 +94,158 @@ class Prefilter:
         return rng.standard_normal((self.bits, dim)).astype(np.float32)
 
 
+class Graph(Protocol):
+    """An approximate nearest-neighbour graph over one partition's vectors, keyed by their
+    ``seq`` (:class:`hlmem.index.ann.AnnGraph`): it holds every vector of the partition
+    written up to ``covered`` (seq), and maybe some deleted since."""
+
+    def candidates(self, unit: Floats, k: int) -> tuple[Ints, int]:
+        """Seqs of vectors near ``unit`` (enough for an exact top ``k`` of them), and the
+        ``covered`` seq they were searched under."""
+        ...
+
+
 class Partition:
     """The live vectors of one (namespace, owner kind), dense in rows ``[0, n)``: row ``i``
     holds a unit vector, its seq, its owner id and (with a prefilter) its SimHash bits in
-    ``codes[:, i]`` (word-major: a Hamming scan reads each word of all rows in one pass)."""
+    ``codes[:, i]`` (word-major: a Hamming scan reads each word of all rows in one pass).
 
-    __slots__ = ("codes", "cols", "ids", "kind", "n", "seqs", "space")
+    ``cols`` is dimension-major (one contiguous row of values per dimension), what a sparse
+    scan reads. A partition of dense vectors (``dense``) keeps them row-major in ``mat`` and
+    ``cols`` is its transposed view: the same dot products, and a gathered row (an ANN
+    candidate re-scored) is one contiguous read instead of ``dim`` scattered ones. Dense
+    partitions also number their vectors in write order: vector ``s`` (its *slot*) has
+    ``slot_seq[s]``, ascending, and lives in row ``slot_row[s]`` (-1: deleted since);
+    ``row_slot`` is the inverse. A :class:`Graph` finds seqs, the slots say where they are."""
 
-    def __init__(self, space: str | None, kind: int, dim: int, words: int) -> None:
+    __slots__ = (
+        "codes",
+        "cols",
+        "deaths",
+        "dense",
+        "graph",
+        "ids",
+        "kind",
+        "mat",
+        "n",
+        "row_slot",
+        "seqs",
+        "slot_row",
+        "slot_seq",
+        "slots",
+        "space",
+    )
+
+    def __init__(
+        self, space: str | None, kind: int, dim: int, words: int, *, dense: bool = False
+    ) -> None:
         self.space = space
         self.kind = kind
+        self.dense = dense
         self.n = 0
-        self.cols: Floats = np.empty((dim, _INITIAL_ROWS), dtype=np.float32)  # dim-major
+        self.mat: Floats = np.empty((_INITIAL_ROWS if dense else 0, dim), dtype=np.float32)
+        self.cols: Floats = (
+            self.mat.T if dense else np.empty((dim, _INITIAL_ROWS), dtype=np.float32)
+        )
         self.seqs: Ints = np.empty(_INITIAL_ROWS, dtype=np.int64)
         self.codes: Words = np.empty((words, _INITIAL_ROWS), dtype=np.uint64)
         self.ids: list[str] = []
+        self.row_slot: Ints = np.empty(_INITIAL_ROWS if dense else 0, dtype=np.int64)
+        self.slot_row: Ints = np.empty(_INITIAL_ROWS if dense else 0, dtype=np.int64)
+        self.slot_seq: Ints = np.empty(_INITIAL_ROWS if dense else 0, dtype=np.int64)
+        self.slots = 0  # slots given so far
+        self.deaths = 0  # slots deleted so far
+        self.graph: Graph | None = None
 
     def capacity(self, rows: int) -> None:
         """Room for ``rows`` rows (at least ``n``): the arrays are copied to that size."""
         rows = max(rows, self.n, 1)
-        cols = np.empty((self.cols.shape[0], rows), dtype=np.float32)
-        cols[:, : self.n] = self.cols[:, : self.n]
+        n = self.n
+        if self.dense:
+            mat = np.empty((rows, self.mat.shape[1]), dtype=np.float32)
+            mat[:n] = self.mat[:n]
+            row_slot = np.empty(rows, dtype=np.int64)
+            row_slot[:n] = self.row_slot[:n]
+            self.mat, self.cols, self.row_slot = mat, mat.T, row_slot
+        else:
+            cols = np.empty((self.cols.shape[0], rows), dtype=np.float32)
+            cols[:, :n] = self.cols[:, :n]
+            self.cols = cols
         seqs = np.empty(rows, dtype=np.int64)
-        seqs[: self.n] = self.seqs[: self.n]
+        seqs[:n] = self.seqs[:n]
         codes = np.empty((self.codes.shape[0], rows), dtype=np.uint64)
-        codes[:, : self.n] = self.codes[:, : self.n]
-        self.cols, self.seqs, self.codes = cols, seqs, codes
+        codes[:, :n] = self.codes[:, :n]
+        self.seqs, self.codes = seqs, codes
 
     def grow(self, extra: int) -> None:
         if self.n + extra > len(self.seqs):
             self.capacity(max(2 * len(self.seqs), self.n + extra))
 
     def nbytes(self) -> int:
-        return self.cols.nbytes + self.seqs.nbytes + self.codes.nbytes
+        slots = self.row_slot.nbytes + self.slot_row.nbytes + self.slot_seq.nbytes
+        return self.cols.nbytes + self.seqs.nbytes + self.codes.nbytes + slots
+
+    def new_slots(self, rows: Ints) -> None:
+        """Slots for the vectors just written to ``rows`` (their seqs already in ``seqs``)."""
+        count = len(rows)
+        if self.slots + count > len(self.slot_row):
+            size = max(2 * len(self.slot_row), self.slots + count)
+            for name in ("slot_row", "slot_seq"):
+                old: Ints = getattr(self, name)
+                grown = np.empty(size, dtype=np.int64)
+                grown[: self.slots] = old[: self.slots]
+                setattr(self, name, grown)
+        first = self.slots
+        self.slot_row[first : first + count] = rows
+        self.slot_seq[first : first + count] = self.seqs[rows]
+        self.row_slot[rows] = np.arange(first, first + count, dtype=np.int64)
+        self.slots += count
+
+    def slots_of(self, seqs: Ints) -> Ints:
+        """The slots of vectors ``seqs`` (-1 for a seq this partition never held)."""
+        known = self.slot_seq[: self.slots]
+        at = np.searchsorted(known, seqs)
+        inside = at < len(known)
+        found = np.full(len(seqs), -1, dtype=np.int64)
+        hit = inside.copy()
+        hit[inside] = known[at[inside]] == seqs[inside]
+        found[hit] = at[hit]
+        return found
+
+    def live_rows(self, slots: Ints) -> Ints:
+        """The rows of those of ``slots`` (-1: none) still live."""
+        slots = slots[slots >= 0]
+        rows = self.slot_row[slots]
+        out: Ints = rows[rows >= 0]
+        return out
 
 
 Found = tuple[Floats, Ints, Partition, Ints]  # scores, seqs, partition, rows: a shard's best
+#: how a search reads a partition: every row (or the allowed ones), the prefilter's
+#: candidates, or its graph's candidates and the vectors written since the graph was built
+Mode = Literal["scan", "prefilter", "ann"]
 
 
 @dataclass(frozen=True, slots=True)
 class ScanPlan:
-    """What one search scans: per partition, the rows (``None``: all ``n``) and whether the
-    prefilter applies; ``floats`` is the work, which decides the thread."""
+    """What one search scans: per partition, the rows (``None``: all ``n``) and how
+    (``Mode``); ``floats`` is the work, which decides the thread."""
 
     unit: Floats
     k: int
-    parts: list[tuple[Partition, Ints | None, bool]]
+    parts: list[tuple[Partition, Ints | None, Mode]]
     floats: int
 
 
 class Rows:
     """The numpy backend's storage: a :class:`Partition` per (namespace, owner kind) and, per kind,
     a map from owner id to its location (part number and row). Only the task holding the
-    index's lock (or the thread it waits for) touches it."""
+    index's lock (or the thread it waits for) changes it, holding ``mutex`` too: an ANN
+    build's thread reads the vectors under ``mutex`` alone (:func:`hlmem.index.ann.slot_chunks`).
+
+    A partition's layout (:class:`Partition`) follows its first vector: dense when most of its
+    values are not zero (a model's vectors; the local embedder's hashed features leave 75-97 %
+    of them zero)."""
 
     def __init__(self, dim: int, prefilter: Prefilter | None) -> None:
         self.dim = dim
@@ -155,6 +255,8 @@ class Rows:
         self.parts: list[Partition] = []
         self.part_of: dict[tuple[str | None, int], int] = {}
         self.where: list[dict[str, int]] = [{} for _ in OWNER_KINDS]
+        self.mutex = threading.Lock()
+        self._reserved: dict[tuple[str | None, int], int] = {}
         self._id_bytes = 0
 
     def __len__(self) -> int:
@@ -175,30 +277,49 @@ class Rows:
 
     def reserve(self, sizes: Sequence[Any]) -> None:
         """Before a full load: partitions sized for ``vector_counts`` rows (namespace, kind,
-        rows), so that loading copies nothing (doubling would hold up to twice the vectors)."""
+        rows), so that loading copies nothing (doubling would hold up to twice the vectors).
+        Each is made by the first vector of its own (once the layout is known)."""
         for size in sizes:
-            part = self.parts[self._part(size["namespace"], KIND_CODE[size["owner_kind"]])]
             rows = int(size["n"])
-            part.capacity(rows + rows // 16 + _INITIAL_ROWS)
+            key = (size["namespace"], KIND_CODE[size["owner_kind"]])
+            self._reserved[key] = rows + rows // 16 + _INITIAL_ROWS
 
     def fit(self) -> None:
         """After a full load: trim partitions that kept much more room than they use."""
-        for part in self.parts:
-            if len(part.seqs) > 2 * (part.n + _INITIAL_ROWS):
-                part.capacity(part.n + part.n // 16 + _INITIAL_ROWS)
+        self._reserved.clear()
+        with self.mutex:
+            for part in self.parts:
+                if len(part.seqs) > 2 * (part.n + _INITIAL_ROWS):
+                    part.capacity(part.n + part.n // 16 + _INITIAL_ROWS)
 
-    def _part(self, namespace: str | None, kind: int) -> int:
+    def _part(self, namespace: str | None, kind: int, first: bytes) -> int:
+        """The number of the partition of (``namespace``, ``kind``), made for the vector
+        ``first`` when there is none."""
         number = self.part_of.get((namespace, kind))
         if number is None:
             number = self.part_of[(namespace, kind)] = len(self.parts)
-            self.parts.append(Partition(namespace, kind, self.dim, self.words))
+            values = np.frombuffer(first, dtype=np.float32)
+            dense = bool(np.count_nonzero(values) * 2 > len(values))
+            part = Partition(namespace, kind, self.dim, self.words, dense=dense)
+            reserved = self._reserved.pop((namespace, kind), None)
+            if reserved is not None:
+                part.capacity(reserved)
+            self.parts.append(part)
         return number
 
     def apply(self, rows: Sequence[Any]) -> int:
         """Apply rows of ``vector_changes`` (seq, kind, owner, namespace, vector or ``None``):
         a vector replaces the owner's row or is appended to its partition; a row without one
         (another model version) drops the owner. Each owner appears once (the table is unique
-        on owner and model). Vectors are written in bulk per partition."""
+        on owner and model). Vectors are written in bulk per partition.
+
+        In a dense partition a changed vector leaves its row and is appended like a new one:
+        it gets a new slot, so that slots stay in seq order and a slot's vector never changes
+        (a graph built from it stays true)."""
+        with self.mutex:
+            return self._apply(rows)
+
+    def _apply(self, rows: Sequence[Any]) -> int:
         appends: dict[int, list[Any]] = {}
         for r in rows:
             code, owner = KIND_CODE[r["owner_kind"]], r["owner_id"]
@@ -207,9 +328,9 @@ class Rows:
                 if where is not None:
                     self._remove(code, owner, where)
                 continue
-            number = self._part(r["namespace"], code)
+            number = self._part(r["namespace"], code, r["vector"])
             if where is not None:
-                if where >> _ROW_BITS == number:
+                if where >> _ROW_BITS == number and not self.parts[number].dense:
                     self._write(self.parts[number], [where & _ROW_MASK], [r])
                     continue
                 self._remove(code, owner, where)
@@ -222,6 +343,8 @@ class Rows:
             owners = [r["owner_id"] for r in new]
             part.ids.extend(owners)
             self._write(part, range(start, start + len(new)), new)
+            if part.dense:
+                part.new_slots(np.arange(start, start + len(new), dtype=np.int64))
             where_map = self.where[part.kind]
             base = number << _ROW_BITS
             for row, owner in enumerate(owners, start):
@@ -235,7 +358,10 @@ class Rows:
         norms = np.sqrt(np.einsum("ij,ij->i", block, block))[:, None]
         target = slice(at[0], at[0] + len(at)) if isinstance(at, range) else list(at)
         block = np.divide(block, norms, out=np.zeros_like(block), where=norms > 0)
-        part.cols[:, target] = block.T
+        if part.dense:
+            part.mat[target] = block
+        else:
+            part.cols[:, target] = block.T
         part.seqs[target] = [r["seq"] for r in rows]
         if self.projection is not None:
             part.codes[:, target] = self.simhash(block).T
@@ -250,7 +376,8 @@ class Rows:
         part = self.parts[where >> _ROW_BITS]
         if int(part.seqs[where & _ROW_MASK]) != vector_seq:
             return 0
-        self._remove(code, owner_id, where)
+        with self.mutex:
+            self._remove(code, owner_id, where)
         return 1
 
     def _remove(self, code: int, owner_id: str, where: int) -> None:
@@ -259,9 +386,17 @@ class Rows:
         row, last = where & _ROW_MASK, part.n - 1
         del self.where[code][owner_id]
         self._id_bytes -= sys.getsizeof(owner_id)
+        if part.dense:
+            part.slot_row[part.row_slot[row]] = -1
+            part.deaths += 1
         if row != last:
             moved = part.ids[last]
-            part.cols[:, row] = part.cols[:, last]
+            if part.dense:
+                part.mat[row] = part.mat[last]
+                part.row_slot[row] = slot = part.row_slot[last]
+                part.slot_row[slot] = row
+            else:
+                part.cols[:, row] = part.cols[:, last]
             part.seqs[row] = part.seqs[last]
             part.codes[:, row] = part.codes[:, last]
             part.ids[row] = moved
@@ -287,8 +422,10 @@ class Rows:
         codes: list[int],
         allow: Collection[str] | None,
     ) -> ScanPlan:
-        """The partitions (and, with ``allow``, the rows) a search reads."""
-        parts: list[tuple[Partition, Ints | None, bool]] = []
+        """The partitions (and, with ``allow``, the rows) a search reads: a partition with a
+        graph is read through it (its candidates, and what was written since it was built),
+        except with ``allow``, whose rows are few and read exactly."""
+        parts: list[tuple[Partition, Ints | None, Mode]] = []
         floats = 0
         pre = self.prefilter
         for code in codes:
@@ -304,11 +441,15 @@ class Rows:
                     if (loc := where.get(owner)) is not None and loc >> _ROW_BITS == number
                 )
                 if found:
-                    parts.append((part, np.asarray(found, dtype=np.int64), False))
+                    parts.append((part, np.asarray(found, dtype=np.int64), "scan"))
                     floats += len(found) * self.dim
                 continue
+            if part.graph is not None:
+                parts.append((part, None, "ann"))
+                floats += 8 * k * self.dim  # a few candidates per hit, gathered
+                continue
             prefiltered = pre is not None and part.n >= pre.min_rows and part.n > pre.wanted(k)
-            parts.append((part, None, prefiltered))
+            parts.append((part, None, "prefilter" if prefiltered else "scan"))
             if prefiltered:
                 assert pre is not None
                 floats += part.n * self.words * 2 + pre.wanted(k) * self.dim
@@ -326,12 +467,12 @@ class Rows:
 
     def shard(self, plan: ScanPlan, shard: int, shards: int) -> list[Found]:
         """The best ``k`` of each partition's ``shard``-th of ``shards`` row ranges (gathered
-        rows, allowed or prefiltered, all go to shard 0): shards can be scanned at once, on
-        as many threads (numpy releases the GIL while it computes)."""
+        rows, allowed, prefiltered or a graph's, all go to shard 0): shards can be scanned at
+        once, on as many threads (numpy releases the GIL while it computes)."""
         k, unit = plan.k, plan.unit
         found: list[Found] = []
-        for part, rows, prefiltered in plan.parts:
-            if rows is None and not prefiltered:  # a row range: no gather, no index array
+        for part, rows, mode in plan.parts:
+            if rows is None and mode == "scan":  # a row range: no gather, no index array
                 start, stop = part.n * shard // shards, part.n * (shard + 1) // shards
                 scores = self._scan(part, unit, start, stop)
                 if len(scores) > k:
@@ -343,12 +484,14 @@ class Rows:
             elif shard:
                 continue
             else:
-                if prefiltered:
+                if mode == "prefilter":
                     assert self.prefilter is not None
                     rows = self._nearest_codes(part, unit, self.prefilter.wanted(k))
-                assert rows is not None
-                nz = np.flatnonzero(unit)
-                scores = unit[nz] @ part.cols[np.ix_(nz, rows)]
+                if mode == "ann":
+                    rows, scores = self._graph_scores(part, unit, k)
+                else:
+                    assert rows is not None
+                    scores = self._gather(part, unit, rows)
                 if len(scores) > k:
                     best = earliest_ties(scores, top_rows(scores, k), part.seqs[rows])
                     scores, rows = scores[best], rows[best]
@@ -377,11 +520,46 @@ class Rows:
         ]
 
     @staticmethod
+    def _gather(part: Partition, unit: Floats, rows: Ints) -> Floats:
+        """``unit`` dotted with the vectors of ``rows`` (row-major: one read per row; else
+        over the query's non-zero dimensions)."""
+        if part.dense:
+            dense: Floats = part.mat[rows] @ unit
+            return dense
+        nz = np.flatnonzero(unit)
+        out: Floats = unit[nz] @ part.cols[np.ix_(nz, rows)]
+        return out
+
+    def _graph_scores(self, part: Partition, unit: Floats, k: int) -> tuple[Ints, Floats]:
+        """Exact float32 scores of the graph's live candidates and of every live vector
+        written since the graph was built (a contiguous run at the partition's end, mostly:
+        scanned as a range when that reads less than twice its rows). Deleted vectors the
+        graph still holds are no candidates: their slots have no row."""
+        assert part.graph is not None
+        seqs, covered = part.graph.candidates(unit, k)
+        rows = part.live_rows(part.slots_of(seqs))
+        scores = self._gather(part, unit, rows)
+        first_new = int(np.searchsorted(part.slot_seq[: part.slots], covered, side="right"))
+        new = part.slot_row[first_new : part.slots]
+        new = np.sort(new[new >= 0])
+        if not len(new):
+            return rows, scores
+        low, high = int(new[0]), int(new[-1]) + 1
+        if len(new) >= 256 and high - low <= 2 * len(new):
+            new_scores = (part.mat[low:high] @ unit)[new - low]
+        else:
+            new_scores = self._gather(part, unit, new)
+        return np.concatenate([rows, new]), np.concatenate([scores, new_scores])
+
+    @staticmethod
     def _scan(part: Partition, unit: Floats, start: int, stop: int) -> Floats:
         """``unit`` dotted with the vectors ``start:stop`` of ``part``: over the query's
         non-zero dimensions only (exact: the others add zero), one contiguous row of the
         partition each, a block of rows at a time so that the sums stay in the CPU's cache; or
         one matrix-vector product when the query is dense or the range small."""
+        if part.dense:
+            rowwise: Floats = part.mat[start:stop] @ unit
+            return rowwise
         nz = np.flatnonzero(unit)
         if stop - start < SPARSE_MIN_ROWS or len(nz) * SPARSE_MAX_SHARE > len(unit) or not len(nz):
             out: Floats = unit @ part.cols[:, start:stop]

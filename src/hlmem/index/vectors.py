@@ -10,19 +10,29 @@ version are never compared. Backends:
   dimensions where the query is not zero. The local embedder's hashed features leave most of
   them zero (a question has ~18 non-zero values of 384 at the median, ~50 at p95), so an exact
   scan reads a twentieth of the matrix; a dense query takes one matrix-vector product. A
-  delete moves the partition's last vector into the hole.
+  partition of a model's dense vectors is kept row-major instead (same products; a gathered
+  row is one read). A delete moves the partition's last vector into the hole.
   :meth:`refresh` follows the ``vectors`` table incrementally: rows whose ``seq`` is above the
   last one read (inserts, and updates, which the schema turns into new rows), then the
   ``vector_deletions`` log. When nothing changed it costs one small query, so :meth:`search`
   refreshes before every scan.
+- ``"ann"`` is numpy plus, for each partition of at least ``AnnParams.min_vectors`` dense
+  vectors, an HNSW graph (usearch, int8) that proposes candidates, re-scored exactly from the
+  float32 rows with every vector written since the graph was built; deleted vectors are never
+  candidates (:mod:`hlmem.index.ann`: choice of library, lifecycle, files). Graphs are built
+  or loaded on a thread of their own; a partition is scanned exactly until its graph is in.
+  An exact dense scan of 1M x 384 takes ~60 ms here, a graph's candidates ~1 ms.
 - ``"sqlite-vec"`` leaves the vectors on disk and scans them with ``vec_distance_cosine``; it
   needs a store whose SQLite module loaded the extension (``store.caps.vec_version``).
-- ``"auto"`` is numpy while the vectors fit in ``numpy_max_mib`` (:func:`choose_backend`,
-  decided when the index loads and again if it outgrows the budget), else sqlite-vec (when
-  loaded). Measured by ``bench/recall.py``: numpy scans are an order of magnitude faster at
-  every size, so only memory decides.
+- ``"auto"`` is ann when dense partitions are large enough for graphs (and usearch is
+  installed), else numpy, while everything fits in ``numpy_max_mib`` (:func:`choose_backend`,
+  decided when the index loads and again as it grows), else sqlite-vec (when loaded).
+  Measured by ``bench/recall.py``: numpy scans are an order of magnitude faster than
+  sqlite-vec at every size; the local embedder's sparse vectors keep the exact sparse scan,
+  which beat a graph on them (``bench/results/2026-12-02-ann.md``).
 
-Both are exact. A numpy index may also take a :class:`Prefilter` (off unless asked for):
+numpy and sqlite-vec are exact; ann is exact in its scores and order, approximate in which
+vectors it scores. A numpy index may also take a :class:`Prefilter` (off unless asked for):
 SimHash bits choose candidates and float32 re-scores them. On the local embedder's vectors,
 whose cosines are low and close together, it kept only 0.79-0.90 of the exact top 100 ids
 at 67k rows (1,000-4,000 candidates), while the sparse exact scan reads 5-13 % of the matrix:
@@ -45,6 +55,7 @@ scan), not for use from several threads or event loops at once.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -58,6 +69,8 @@ import numpy as np
 
 from hlmem.config import EmbedderConfig
 from hlmem.errors import ConfigError, InputError
+from hlmem.index import ann
+from hlmem.index.ann import AnnBuilder, AnnGraph, AnnParams, GraphKey, Job
 from hlmem.index.vector_rows import (
     DEFAULT_KINDS,
     KIND_CODE,
@@ -65,6 +78,7 @@ from hlmem.index.vector_rows import (
     ROW_OVERHEAD_BYTES,
     Floats,
     Found,
+    Partition,
     Prefilter,
     Rows,
     ScanPlan,
@@ -94,8 +108,11 @@ def model_identity(cfg: EmbedderConfig) -> tuple[str, str]:
     return f"{cfg.provider}/{cfg.model}", content_hash(key)[:12]
 
 
-Backend = Literal["numpy", "sqlite-vec"]
-BackendChoice = Literal["auto", "numpy", "sqlite-vec"]
+Backend = Literal["numpy", "sqlite-vec", "ann"]
+BackendChoice = Literal["auto", "numpy", "sqlite-vec", "ann"]
+#: a graph takes the vectors written since it was built once they are this many (fewer are
+#: scanned exactly beside its candidates: 2,048 rows of 384 floats, ~0.3 ms)
+EXTEND_AFTER_VECTORS = 2048
 
 #: rows read per query while refreshing (bounds the memory of one read)
 REFRESH_BATCH_ROWS = 20_000
@@ -136,11 +153,17 @@ def choose_backend(
     numpy_max_mib: float,
     vec_loaded: bool = True,
     prefilter: Prefilter | None = None,
+    graph_rows: int = 0,
 ) -> Backend:
-    """What ``"auto"`` uses for ``rows`` vectors: numpy while they fit in ``numpy_max_mib``
-    (or when sqlite-vec is not loaded), else sqlite-vec."""
-    fits = numpy_bytes(rows, dim, prefilter) <= numpy_max_mib * 2**20
-    return "numpy" if fits or not vec_loaded else "sqlite-vec"
+    """What ``"auto"`` uses for ``rows`` vectors: ``"ann"`` when ``graph_rows`` of them (dense
+    vectors in partitions large enough for a graph, the ANN library installed) would have
+    graphs and everything fits in ``numpy_max_mib``; else numpy while the vectors fit (or
+    when sqlite-vec is not loaded), else sqlite-vec."""
+    budget = numpy_max_mib * 2**20
+    need = numpy_bytes(rows, dim, prefilter)
+    if graph_rows and need + graph_rows * ann.GRAPH_BYTES_PER_VECTOR <= budget:
+        return "ann"
+    return "numpy" if need <= budget or not vec_loaded else "sqlite-vec"
 
 
 def as_unit(query: Any, dim: int) -> Floats | None:
@@ -167,12 +190,16 @@ def _kind_codes(kinds: Collection[str]) -> list[int]:
 class VectorIndex:
     """Cosine top-k over the vectors of one (model id, model version, dimension).
 
-    ``backend`` is ``"numpy"`` (in memory, incrementally refreshed), ``"sqlite-vec"`` (scanned
-    in SQLite) or ``"auto"`` (numpy while the vectors fit in ``numpy_max_mib``, else
-    sqlite-vec). ``prefilter`` (numpy only) makes scans of large partitions approximate and
-    several times faster. Build one per store and model, keep it, and call :meth:`search`.
+    ``backend`` is ``"numpy"`` (in memory, incrementally refreshed), ``"ann"`` (numpy, with
+    an HNSW graph per large partition of dense vectors whose candidates are re-scored
+    exactly: :mod:`hlmem.index.ann`), ``"sqlite-vec"`` (scanned in SQLite) or ``"auto"``
+    (ann or numpy while the vectors fit in ``numpy_max_mib``, else sqlite-vec:
+    :func:`choose_backend`). ``prefilter`` (numpy only) makes scans of large partitions
+    approximate and several times faster; ``ann`` tunes the graphs. Build one per store and
+    model, keep it, and call :meth:`search`.
 
-    :raises ConfigError: an unknown backend, a dimension below 1, or a prefilter for sqlite-vec.
+    :raises ConfigError: an unknown backend, a dimension below 1, a prefilter for sqlite-vec,
+        or backend ``"ann"`` without its library.
     """
 
     def __init__(
@@ -184,23 +211,31 @@ class VectorIndex:
         backend: BackendChoice = "numpy",
         prefilter: Prefilter | None = None,
         numpy_max_mib: float = math.inf,
+        ann_params: AnnParams | None = None,
     ) -> None:
-        if backend not in ("auto", "numpy", "sqlite-vec"):
+        if backend not in ("auto", "numpy", "sqlite-vec", "ann"):
             raise ConfigError(
-                f"unknown vector backend {backend!r}; use 'auto', 'numpy' or 'sqlite-vec'"
+                f"unknown vector backend {backend!r}; use 'auto', 'numpy', 'ann' or 'sqlite-vec'"
             )
         if dim < 1:
             raise ConfigError(f"vector dimension must be positive, got {dim}")
         if prefilter is not None and backend == "sqlite-vec":
             raise ConfigError("a vector prefilter needs the 'numpy' backend")
+        if backend == "ann" and not ann.available():
+            raise ConfigError(
+                f"vector backend 'ann' needs {ann.LIBRARY}, which is not installed "
+                "(pip install 'hlmem[ann]'), or use 'auto' or 'numpy'"
+            )
         self.model_id = model_id
         self.model_version = model_version
         self.dim = dim
         self.choice: BackendChoice = backend
         #: the backend in use ("auto" decides when the index loads)
-        self.backend: Backend = "sqlite-vec" if backend == "sqlite-vec" else "numpy"
+        self.backend: Backend = "numpy" if backend == "auto" else backend
         self.prefilter = prefilter
         self.numpy_max_mib = numpy_max_mib
+        self.ann_params = ann_params or AnnParams()
+        self._builder = AnnBuilder(dim, self.ann_params)
         self._lock = anyio.Lock()
         self._store_path: Path | None = None
         self._vec_seq = 0  # every vectors row with seq <= this has been read
@@ -209,13 +244,46 @@ class VectorIndex:
         self._rows = Rows(dim, prefilter)
 
     def __len__(self) -> int:
-        """Vectors held (numpy) or counted at the last refresh (sqlite-vec)."""
+        """Vectors held (numpy, ann) or counted at the last refresh (sqlite-vec)."""
         return self._sql_rows if self.backend == "sqlite-vec" else len(self._rows)
 
     def memory_bytes(self) -> int:
         """Memory held by the in-memory index (0 for sqlite-vec): arrays at their capacity,
-        plus the owner ids and the slot maps."""
-        return 0 if self.backend == "sqlite-vec" else self._rows.memory_bytes()
+        the owner ids and the slot maps, and the graphs."""
+        if self.backend == "sqlite-vec":
+            return 0
+        graphs = sum(g.memory_bytes() for g in self._graphs())
+        return self._rows.memory_bytes() + graphs
+
+    def graphs(self) -> dict[tuple[str | None, str], int]:
+        """The partitions searched through a graph: (namespace, owner kind) -> vectors the
+        graph holds (an ANN backend; the others are scanned exactly)."""
+        return {
+            (p.space, OWNER_KINDS[p.kind]): len(p.graph)
+            for p in self._rows.parts
+            if isinstance(p.graph, AnnGraph)
+        }
+
+    def _graphs(self) -> list[AnnGraph]:
+        return [p.graph for p in self._rows.parts if isinstance(p.graph, AnnGraph)]
+
+    def hold_graph_builds(self) -> contextlib.AbstractContextManager[None]:
+        """A block in which no graph job starts (one already running finishes): searches scan
+        exactly what has no graph yet. For tests, and for a bulk load that wants both cores."""
+        return self._builder.hold()
+
+    async def wait_for_graphs(self) -> None:
+        """Wait for the graph builds under way (on a worker thread), then install them: a
+        search after this reads every partition that has one through it. Tests, benches and
+        a caller that wants the ANN at full speed before serving use it; recall never waits
+        (exact scans serve a partition until its graph is ready)."""
+        while True:
+            await anyio.to_thread.run_sync(self._builder.join)
+            async with self._lock:
+                if self.backend == "ann":
+                    self._tend_graphs()
+                if self._builder.idle():
+                    return
 
     # --- refresh ----------------------------------------------------------------------------
 
@@ -258,7 +326,7 @@ class VectorIndex:
             count = int(await store.scalar("vector_count", params))
             if self.choice == "auto":
                 self._decide(store, count)
-            if self.backend == "numpy":
+            if self.backend != "sqlite-vec":
                 self._rows.reserve(await store.fetchall("vector_counts", params))
         if self.backend == "sqlite-vec":
             changed = vec_head - self._vec_seq + del_head - self._del_seq
@@ -286,18 +354,22 @@ class VectorIndex:
         # saw them (rows of other models are skipped by the queries, not missing).
         self._vec_seq = max(self._vec_seq, vec_head)
         self._del_seq = max(self._del_seq, del_head)
-        if self.choice == "auto" and not full_load:
+        if self.choice == "auto":
             self._decide(store, len(self._rows))
+        if self.backend == "ann":
+            self._tend_graphs()
         return changed
 
     def _decide(self, store: Store, rows: int) -> None:
-        """Pick the backend for ``rows`` vectors (``"auto"``); leaving numpy frees the rows."""
+        """Pick the backend for ``rows`` vectors (``"auto"``); leaving numpy frees the rows,
+        leaving ann drops the graphs."""
         chosen = choose_backend(
             rows=rows,
             dim=self.dim,
             numpy_max_mib=self.numpy_max_mib,
             vec_loaded=store.caps.vec_version is not None,
             prefilter=self.prefilter,
+            graph_rows=self._graph_rows(),
         )
         if chosen != self.backend:
             log.info(
@@ -309,19 +381,113 @@ class VectorIndex:
                     **self._log_extra,
                 },
             )
-        if chosen == "sqlite-vec" and self.backend == "numpy":
+        if chosen == "sqlite-vec" and self.backend != "sqlite-vec":
+            self._builder.cancel()
             self._rows = Rows(self.dim, self.prefilter)
             self._sql_rows = rows
+        elif chosen == "numpy" and self.backend == "ann":
+            self._builder.cancel()
+            for part in self._rows.parts:
+                part.graph = None
         self.backend = chosen
+
+    def _graph_rows(self) -> int:
+        """Vectors in partitions that would have a graph (dense ones of at least
+        ``ann.min_vectors``, the library installed): 0 when none would."""
+        if self.choice not in ("auto", "ann") or not ann.available():
+            return 0
+        least = self.ann_params.min_vectors
+        return sum(p.n for p in self._rows.parts if p.dense and p.n >= least)
 
     @property
     def _log_extra(self) -> dict[str, str]:
         return {"model_id": self.model_id, "model_version": self.model_version}
 
     def _reset(self, path: Path) -> None:
+        self._builder.cancel()
         self._store_path = path
         self._vec_seq = self._del_seq = self._sql_rows = 0
         self._rows = Rows(self.dim, self.prefilter)
+        if self.choice == "auto":
+            self.backend = "numpy"  # until the load decides
+
+    # --- graphs (the ann backend) -----------------------------------------------------------
+
+    def _graph_key(self, part: Partition) -> GraphKey:
+        return GraphKey(
+            model_id=self.model_id,
+            model_version=self.model_version,
+            dim=self.dim,
+            namespace=part.space,
+            kind=OWNER_KINDS[part.kind],
+            params=self.ann_params.fingerprint(),
+        )
+
+    def _job(self, part: Partition, graph: AnnGraph | None = None) -> Job:
+        key = self._graph_key(part)
+        path = self._store_path
+        file = ann.graph_file(path, key) if path is not None and self.ann_params.save else None
+        return Job(self._rows, part, key, file, graph=graph)
+
+    def _tend_graphs(self) -> None:
+        """Install the graphs built meanwhile; ask for a graph where a dense partition has
+        grown to ``min_vectors``, for the new vectors where a graph has fallen behind, and
+        for a new graph where it holds too many deleted ones; forget a graph's file once it
+        holds a deleted vector. Runs under the index's lock (it is the rows' only writer)."""
+        self._install()
+        rows, params, builder = self._rows, self.ann_params, self._builder
+        for part in rows.parts:
+            graph = part.graph
+            if not isinstance(graph, AnnGraph):
+                if part.dense and part.n >= params.min_vectors and not builder.busy(part):
+                    builder.submit(self._job(part))
+                continue
+            if part.n < params.min_vectors // 2:
+                part.graph = None
+                continue
+            if part.deaths != graph.saved_deaths:
+                self._count_dead(part, graph)
+            if builder.busy(part):
+                continue
+            since = part.slots - int(
+                np.searchsorted(part.slot_seq[: part.slots], graph.covered, side="right")
+            )
+            if graph.dead_share > params.stale_share:
+                builder.submit(self._job(part))
+            elif since >= min(EXTEND_AFTER_VECTORS, params.stale_share * len(graph) + 1):
+                builder.submit(self._job(part, graph))
+
+    def _count_dead(self, part: Partition, graph: AnnGraph) -> None:
+        dead = ann.dead_in(self._rows, part, graph)
+        graph.dead_share = dead / max(1, len(graph))
+        graph.saved_deaths = part.deaths
+        if dead and graph.saved is not None:
+            ann.drop_file(graph.saved)  # it holds a deleted vector
+            log.info(
+                "ann graph file dropped",
+                extra={"action": "ann_file_dropped", "namespace": part.space, **self._log_extra},
+            )
+            graph.saved = None
+
+    def _install(self) -> None:
+        for job in self._builder.finished():
+            graph = job.result
+            if graph is None or job.rows is not self._rows or job.part not in self._rows.parts:
+                continue
+            self._count_dead(job.part, graph)
+            job.part.graph = graph
+            log.info(
+                "ann graph ready",
+                extra={
+                    "action": "ann_graph_ready",
+                    "how": job.how,
+                    "namespace": job.part.space,
+                    "kind": OWNER_KINDS[job.part.kind],
+                    "vectors": len(graph),
+                    "seconds": round(job.seconds, 3),
+                    **self._log_extra,
+                },
+            )
 
     async def _read_changes(self, store: Store) -> int:
         changed = 0
@@ -388,7 +554,9 @@ class VectorIndex:
         async with self._lock:
             if refresh or self._store_path != store.path:
                 await self._refresh(store)
-            if self.backend == "numpy":
+            if self.backend == "ann":
+                self._install()
+            if self.backend != "sqlite-vec":
                 rows = self._rows
                 plan = rows.plan(unit, k, namespace, codes, allow)
                 if plan.floats >= SPLIT_MIN_FLOATS:

@@ -42,6 +42,7 @@ from hlmem.clock import parse_iso
 from hlmem.config import Config
 from hlmem.gateway import Gateway
 from hlmem.index import (
+    AnnParams,
     FtsHit,
     TermCounts,
     VectorHit,
@@ -191,6 +192,7 @@ class Recaller:
             emb.dim,
             backend=self.rc.vector_backend,
             numpy_max_mib=self.rc.numpy_max_mib,
+            ann_params=AnnParams.from_config(self.rc),
         )
 
     async def recall(
