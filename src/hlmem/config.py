@@ -304,6 +304,9 @@ class RecallConfig(_Section):
     )
     # Reciprocal rank fusion: score = sum over channels of 1 / (rrf_k + rank).
     rrf_k: float = Field(60.0, gt=0)
+    # A raw event said after the period a query names ("last year") is often a later retelling
+    # of what happened then: kept, its score multiplied by this (0: dropped in effect).
+    after_period_weight: float = Field(0.5, ge=0, le=1)
     # "numpy": exact scan of an in-memory matrix; "sqlite-vec": scan in SQLite (no RAM copy);
     # "ann": numpy plus an HNSW graph (usearch, int8) per namespace partition of at least
     # ann_min_vectors dense vectors, its candidates re-scored exactly (hlmem.index.ann);

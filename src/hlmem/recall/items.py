@@ -168,11 +168,17 @@ def event_visible(r: CandidateEvent, parsed: QueryParse) -> bool:
     if parsed.as_of is not None and r.recorded_at > iso(parsed.as_of):
         return False  # not yet told then
     if parsed.period_end is not None:
-        if r.occurred_at >= iso(parsed.period_end):
-            return False  # said after the period the query names
-    elif parsed.valid_at is not None and r.occurred_at > iso(parsed.valid_at):
+        return True  # said after the period the query names: ranked lower (said_after_period)
+    if parsed.valid_at is not None and r.occurred_at > iso(parsed.valid_at):
         return False  # not yet said then
     return True
+
+
+def said_after_period(r: CandidateEvent, parsed: QueryParse) -> bool:
+    """Whether an event was said after the period the query's words name ("last year"): often
+    a later retelling of what happened then ("last year I visited Italy"), so it is kept, but
+    ranked after what was said during the period (``recall.after_period_weight``)."""
+    return parsed.period_end is not None and r.occurred_at >= iso(parsed.period_end)
 
 
 def claims_speak(parsed: QueryParse) -> bool:

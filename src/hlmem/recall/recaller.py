@@ -77,6 +77,7 @@ from hlmem.recall.items import (
     fold_order,
     packet,
     read_rows,
+    said_after_period,
     without_history_events,
 )
 from hlmem.recall.query_vector import QueryVectors
@@ -485,6 +486,8 @@ class Recaller:
                 continue
             trust[e.id] = trusted
             signals = self._signals(_EVENT_IMPORTANCE, e.recorded_at, 0.0, 0.0, now)
+            if said_after_period(e, parsed):
+                signals *= self.rc.after_period_weight
             score = candidates[("event", e.id)].fused(self.rc.rrf_k) * signals
             scored.append(Scored(score, True, e.id, e))
         scored.sort(key=lambda s: (-s.score, s.is_event, s.id))

@@ -3,7 +3,8 @@
 - **Time intent.** 现在 / 目前 / 当前 / now / currently → current beliefs; 之前 / 以前 / 原来 /
   过去 / 曾经 / previously / before / used to → history (superseded claims too); an explicit time
   ("5月", "in April", "2026-04-15", "上个月") → ``valid_at`` (what was true then, as we know it
-  now; events said before the period's end count as said then: ``period_end``), or ``as_of``
+  now; events said before the period's end count as said then, later ones rank after them:
+  ``period_end``), or ``as_of``
   (what the system believed then) when the query asks about belief (当时以为 / 那时候记的 /
   believed / thought / knew / on record). Explicit arguments win.
 - **Entities.** Names in the query (:func:`hlmem.lang.atoms.analysis.entities_of`, plus every entity
