@@ -178,6 +178,8 @@ class EmbedderConfig(_Section):
     # provider every event is then a paid input): their first event_max_chars characters.
     embed_events: bool = True
     event_max_chars: int = Field(2000, ge=16)
+    # e5: OpenMP threads per embedding call (0: the engine's default, every core).
+    threads: int = Field(1, ge=0)
     # How often claims without a vector of the configured model are looked for (model change).
     backfill_interval_s: float = Field(30.0, gt=0)
     # For a provider's model trained with prefixes (e5 behind an OpenAI-compatible server:
