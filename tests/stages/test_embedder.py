@@ -6,6 +6,10 @@ proposed claims cite, and the backfill (after a model change, or for a proposal 
 or dedup dropped) looks only for uncovered events, so it never loops over covered ones. The
 conversation runs through the real pipeline on real files; the backfill is driven step by step
 on a file with no pipeline running.
+
+A slow model's work comes in small pieces: events reach the embedder in jobs of at most
+``embedder.batch_size``, a model embedder (e5, a provider) takes one job a batch, and e5
+embeds a batch in calls of ``batch_size`` texts, with the vectors it would give one by one.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import pytest
 from helpers import connect_raw, fast_config, rows, step
 
@@ -20,7 +25,9 @@ import hlmem
 from hlmem.clock import ManualClock
 from hlmem.config import Config, EmbedderConfig
 from hlmem.errors import ConfigError
-from hlmem.messages import EMBED_BACKFILL_KEY
+from hlmem.lang import E5Embedder
+from hlmem.messages import EMBED_BACKFILL_KEY, JOB_PAYLOAD, EmbedClaims, JobKind
+from hlmem.pipeline.assembly import build_stages
 from hlmem.stages.embedder import Embedder
 
 pytestmark = pytest.mark.anyio
@@ -96,3 +103,38 @@ def test_embed_events_from_before_reads_as_all_or_none() -> None:
         hlmem.load_config(env={}, overrides={"embedder": {"embed_events": True, "events": "all"}})
     with pytest.raises(ConfigError, match="true or false"):
         hlmem.load_config(env={}, overrides={"embedder": {"embed_events": "sometimes"}})
+
+
+async def test_events_go_to_the_embedder_in_jobs_of_batch_size(db_path: Path) -> None:
+    events, _, _ = await converse(db_path, fast_config(embedder={"batch_size": 3}))
+    asked = [
+        JOB_PAYLOAD.validate_json(payload)
+        for (payload,) in rows(db_path, "SELECT payload FROM jobs WHERE kind = 'embedder'")
+    ]
+    parts = [p.event_ids for p in asked if isinstance(p, EmbedClaims) and p.event_ids]
+    assert sorted(len(p) for p in parts) == [1, 3]  # 4 events, at most 3 a job
+    assert {e for p in parts for e in p} == events == vectors(db_path, "event")
+
+
+async def test_a_model_embeds_a_batch_in_calls_of_batch_size_with_the_same_vectors(
+    db_path: Path,
+) -> None:
+    cfg = fast_config(embedder={"provider": "e5", "batch_size": 3}, maintenance={"enabled": False})
+    events, _, _ = await converse(db_path, cfg)
+    stored = rows(db_path, "SELECT owner_id, vector FROM vectors WHERE owner_kind = 'event'")
+    content = dict(rows(db_path, "SELECT id, content FROM events"))
+    assert {owner for owner, _ in stored} == events
+    alone = E5Embedder().embed([content[owner] for owner, _ in stored])
+    together = np.stack([np.frombuffer(vector, dtype=np.float32) for _, vector in stored])
+    np.testing.assert_allclose(together, alone, atol=1e-5)
+
+
+@pytest.mark.parametrize(("provider", "jobs"), [("local", 16), ("e5", 1)])
+async def test_a_model_embedder_takes_one_job_a_batch(
+    db_path: Path, provider: str, jobs: int
+) -> None:
+    cfg = fast_config(embedder={"provider": provider}, pipeline={"embedder": {"batch_size": 16}})
+    async with hlmem.open(db_path, config=cfg, pipeline="external") as mem:
+        runners = build_stages(mem.queue, cfg, mem.clock, None, offloader=None)
+    (embedder,) = [r for r in runners if r.stage.name == JobKind.EMBEDDER]
+    assert embedder.cfg.batch_size == jobs

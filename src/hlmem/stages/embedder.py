@@ -160,15 +160,24 @@ class Embedder(Stage[_Embedded]):
     async def _embed(self, texts: list[str], jobs: list[Job]) -> Vectors:
         if not texts:
             return np.zeros((0, self.cfg.dim), dtype=np.float32)
-        if self.local is not None:
+        size = self.cfg.batch_size
+        if isinstance(self.local, LocalEmbedder):
             if self.offloader is not None and len(texts) >= self.offloader.min_texts:
                 vectors = await self.offloader.embed(texts, dim=self.cfg.dim)
                 if vectors is not None:
                     return vectors
             return await anyio.to_thread.run_sync(self.local.embed, texts)
+        if self.local is not None:
+            # A model (e5) takes ~20 ms to seconds a text: one thread call per batch_size texts,
+            # so that a stop or a cancel waits for one call, never for the whole batch.
+            return np.vstack(
+                [
+                    await anyio.to_thread.run_sync(self.local.embed, texts[start : start + size])
+                    for start in range(0, len(texts), size)
+                ]
+            )
         assert self.gateway is not None
         parts = []
-        size = self.cfg.batch_size
         for start in range(0, len(texts), size):
             answer = await self.gateway.embed(
                 stage=self.name,

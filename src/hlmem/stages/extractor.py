@@ -419,11 +419,19 @@ class Extractor(Stage[Extracted]):
             )
             for namespace, candidates in proposed.items()
         ]
+        # recall's vector channel covers events: one embedder job per embedder.batch_size of
+        # them, so that a slow model's job is short (claims' vectors, which go first, wait for
+        # one job at most) and a stop loses little
         events = self._events_to_embed(out.fts, proposed)
-        if events:  # recall's vector channel covers events
-            out.jobs.append(
-                JobSpec(JobKind.EMBEDDER, EmbedClaims(event_ids=events), size=len(events))
+        size = self.cfg.embedder.batch_size
+        out.jobs.extend(
+            JobSpec(
+                JobKind.EMBEDDER,
+                EmbedClaims(event_ids=events[start : start + size]),
+                size=len(events[start : start + size]),
             )
+            for start in range(0, len(events), size)
+        )
         return out
 
     def _events_to_embed(
