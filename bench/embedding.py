@@ -18,6 +18,14 @@ Plain script over real texts, outside the test run::
    cosine: hit@1/5/10 and MRR@10 against the gold evidence turns (``bench/eval_data.py``
    loads the data). No recall pipeline, no keywords, no claims: the embedder alone.
 
+With ``--embedder e5`` it measures multilingual-e5-small instead (``bench/embedding_e5.py``
+says how): texts/s by batch size for short and long, Chinese and English texts, query latency,
+memory and OpenMP threads, with the local embedder on the same texts as the same-run
+baseline::
+
+    .venv/bin/python bench/embedding.py --embedder e5 --quick   # threads 1 and 2, < 60 s
+    .venv/bin/python bench/embedding.py --embedder e5           # + 2 passive, 2 rounds
+
 Stdout: a table, then one JSON object on the last line. Progress goes to stderr.
 """
 
@@ -31,6 +39,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -146,11 +155,46 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--batch", type=int, default=256, help="texts per embed() call")
     parser.add_argument("--rounds", type=int, default=3, help="speed passes; the best counts")
     parser.add_argument("--no-eval", action="store_true", help="speed only")
+    parser.add_argument(
+        "--embedder",
+        choices=["local", "e5"],
+        default="local",
+        help="e5: multilingual-e5-small's speed, memory and threads (bench/embedding_e5.py)",
+    )
+    parser.add_argument(
+        "--threads",
+        default=None,
+        help="e5: thread settings, each in its own process: N, 0 (the engine's default) or Np "
+        "(N with OMP_WAIT_POLICY=passive); default 1,2 (--quick) or 1,2,2p",
+    )
+    parser.add_argument(
+        "--e5-rounds", type=int, default=None, help="e5: rounds over the settings; 1 quick, 2 full"
+    )
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--child-threads", type=int, default=0, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
+
+
+def main_e5(args: argparse.Namespace) -> None:
+    import embedding_e5
+
+    if args.child is not None:  # one thread setting, spawned by the parent below
+        result = embedding_e5.run_variant(Path(args.child), args.child_threads, args.quick)
+        print(json.dumps(result, ensure_ascii=False))
+        return
+    settings = (args.threads or ("1,2" if args.quick else "1,2,2p")).split(",")
+    rounds = args.e5_rounds or (1 if args.quick else 2)
+    report = embedding_e5.main_e5(args.quick, settings, rounds)
+    for line in embedding_e5.report(report):
+        print(line)
+    print(json.dumps(report, ensure_ascii=False))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
+    if args.embedder == "e5":
+        main_e5(args)
+        return
     module = load_module(args.module)
     embedder = module.LocalEmbedder(args.dim)
     log(f"loading data; embedder {embedder.model_id} {embedder.model_version}")

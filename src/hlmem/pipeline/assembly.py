@@ -71,13 +71,22 @@ def build_stages(
         if cfg.extractor.kind == "model"
         else cfg.windower
     )
+    # A model's vectors take ~20 ms to seconds a text (e5 in process) or a call each (a
+    # provider): one job (at most embedder.batch_size texts) a batch, so that vectors commit
+    # as they come, claims' vectors (taken first) wait for one job at most, and a stop waits
+    # for one call. The hashed embedder takes jobs by the batch, cheaply.
+    embedder_cfg = (
+        p.embedder
+        if cfg.embedder.provider == "local"
+        else p.embedder.model_copy(update={"batch_size": 1})
+    )
     stages: list[tuple[Stage[Any], StageConfig]] = [
         (Windower(windower_cfg, clock, offloader=helper), p.windower),
         (extractor, p.extractor),
         (Admission(store, clock, cfg.admission.mode, offloader=helper), p.admission),
         (Dedup(store, clock, cfg.dedup, gateway=gateway, lexicon=lexicon), p.dedup),
         (Conflict(clock, lexicon), p.conflict),
-        (embedder, p.embedder),
+        (embedder, embedder_cfg),
         # Not on the write path: periodic bounded ticks of lifecycle work (the "sleep").
         (Maintenance(store, clock, cfg, lexicon=lexicon), p.maintenance),
     ]

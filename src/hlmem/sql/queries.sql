@@ -442,20 +442,31 @@ WHERE c.id IN (SELECT value FROM json_each(?))
 
 -- name: events_to_embed
 -- The texts (their first :max_chars characters) and namespaces of the given events that lack
--- a vector of this model and version.
+-- a vector of this model and version; with :uncovered = 1 (embedder.events = "uncovered"),
+-- only those no live claim rests on (a claim's vector finds the others; an archived claim
+-- has none, so its events count as uncovered).
 SELECT e.id, substr(e.content, 1, :max_chars) AS text, e.namespace FROM events e
 WHERE e.id IN (SELECT value FROM json_each(:ids))
   AND NOT EXISTS (SELECT 1 FROM vectors v
                   WHERE v.owner_kind = 'event' AND v.owner_id = e.id
-                    AND v.model_id = :model AND v.model_version = :version);
+                    AND v.model_id = :model AND v.model_version = :version)
+  AND (:uncovered = 0
+       OR NOT EXISTS (SELECT 1 FROM evidence ev JOIN claims c ON c.id = ev.claim_id
+                      WHERE ev.event_id = e.id
+                        AND c.status IN ('pending', 'active', 'superseded')));
 
 -- name: events_lacking_vectors
--- Events a window has indexed (so they are recallable) without a vector of this model.
+-- Events a window has indexed (so they are recallable) without a vector of this model;
+-- :uncovered as in events_to_embed.
 SELECT e.id, substr(e.content, 1, :max_chars) AS text, e.namespace FROM events e
 WHERE EXISTS (SELECT 1 FROM recall_docs d WHERE d.kind = 'event' AND d.item_id = e.id)
   AND NOT EXISTS (SELECT 1 FROM vectors v
                   WHERE v.owner_kind = 'event' AND v.owner_id = e.id
                     AND v.model_id = :model AND v.model_version = :version)
+  AND (:uncovered = 0
+       OR NOT EXISTS (SELECT 1 FROM evidence ev JOIN claims c ON c.id = ev.claim_id
+                      WHERE ev.event_id = e.id
+                        AND c.status IN ('pending', 'active', 'superseded')))
 LIMIT :limit;
 
 -- name: events_present

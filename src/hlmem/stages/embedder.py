@@ -3,7 +3,11 @@ version hash.
 
 Claims arrive from conflict once placed; raw events from the extractor once their window is
 indexed for full-text recall, so recall's vector channel covers what no extractor turned into a
-claim. An event is embedded by the first ``embedder.event_max_chars`` characters of its text
+claim. Which events: ``embedder.events`` — ``"all"``; ``"uncovered"``, those no live claim rests
+on (the extractor leaves out the events its proposed claims cite, and the queries here skip an
+event a pending, active or superseded claim rests on by the time it is read; a claim archived
+since leaves its events uncovered, and the backfill embeds them); or ``"none"``.
+An event is embedded by the first ``embedder.event_max_chars`` characters of its text
 with its secrets left out (:func:`hlmem.lang.redaction.scrub`, on the whole text, so that no secret
 cut at the limit slips through), claims by their text likewise: a vector never encodes a
 secret, and a provider embedder never receives one. Texts are
@@ -88,13 +92,18 @@ class Embedder(Stage[_Embedded]):
     def _model(self) -> dict[str, str]:
         return {"model": self.model_id, "version": self.model_version}
 
+    @property
+    def _events(self) -> dict[str, str | int]:
+        """The parameters of the queries that pick events to embed."""
+        return {**self._model, "uncovered": int(self.cfg.events == "uncovered")}
+
     async def prepare(self, jobs: list[Job]) -> _Embedded:
         asks = [j.payload for j in jobs if isinstance(j.payload, EmbedClaims)]
         claim_ids = [i for a in asks for i in a.claim_ids]
         event_ids = [i for a in asks for i in a.event_ids]
         backfill = any(a.backfill for a in asks)
         model = self._model
-        events = {**model, "max_chars": self.cfg.event_max_chars * _READ_FACTOR}
+        events = {**self._events, "max_chars": self.cfg.event_max_chars * _READ_FACTOR}
         # (kind, id) -> (text, namespace); a claim's namespace is filled by a trigger
         texts: dict[tuple[str, str], tuple[str, str | None]] = {}
         if claim_ids:
@@ -111,7 +120,7 @@ class Embedder(Stage[_Embedded]):
             limit = {"limit": self.cfg.batch_size}
             rows = await self.store.fetchall("claims_lacking_vectors", {**model, **limit})
             texts.update((("claim", r["id"]), (r["text"], None)) for r in rows)
-            if self.cfg.embed_events:
+            if self.cfg.events != "none":
                 rows = await self.store.fetchall("events_lacking_vectors", {**events, **limit})
                 texts.update((("event", r["id"]), (r["text"], r["namespace"])) for r in rows)
         owners = [(kind, i, ns) for (kind, i), (_, ns) in texts.items()]
@@ -151,15 +160,24 @@ class Embedder(Stage[_Embedded]):
     async def _embed(self, texts: list[str], jobs: list[Job]) -> Vectors:
         if not texts:
             return np.zeros((0, self.cfg.dim), dtype=np.float32)
-        if self.local is not None:
+        size = self.cfg.batch_size
+        if isinstance(self.local, LocalEmbedder):
             if self.offloader is not None and len(texts) >= self.offloader.min_texts:
                 vectors = await self.offloader.embed(texts, dim=self.cfg.dim)
                 if vectors is not None:
                     return vectors
             return await anyio.to_thread.run_sync(self.local.embed, texts)
+        if self.local is not None:
+            # A model (e5) takes ~20 ms to seconds a text: one thread call per batch_size texts,
+            # so that a stop or a cancel waits for one call, never for the whole batch.
+            return np.vstack(
+                [
+                    await anyio.to_thread.run_sync(self.local.embed, texts[start : start + size])
+                    for start in range(0, len(texts), size)
+                ]
+            )
         assert self.gateway is not None
         parts = []
-        size = self.cfg.batch_size
         for start in range(0, len(texts), size):
             answer = await self.gateway.embed(
                 stage=self.name,
@@ -209,10 +227,10 @@ class Embedder(Stage[_Embedded]):
         return []
 
     def tick(self, tx: SyncTx, now: datetime) -> list[JobSpec]:
-        limit = {**self._model, "limit": 1}
-        lacking = tx.fetchall("claims_lacking_vectors", limit) or (
-            self.cfg.embed_events
-            and tx.fetchall("events_lacking_vectors", {**limit, "max_chars": 1})
+        limit = {"limit": 1}
+        lacking = tx.fetchall("claims_lacking_vectors", {**self._model, **limit}) or (
+            self.cfg.events != "none"
+            and tx.fetchall("events_lacking_vectors", {**self._events, **limit, "max_chars": 1})
         )
         return [self._backfill_job()] if lacking else []
 

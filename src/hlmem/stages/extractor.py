@@ -419,12 +419,40 @@ class Extractor(Stage[Extracted]):
             )
             for namespace, candidates in proposed.items()
         ]
-        if out.fts and self.cfg.embedder.embed_events:  # recall's vector channel covers events
-            events = tuple(row[1] for row in out.fts)
-            out.jobs.append(
-                JobSpec(JobKind.EMBEDDER, EmbedClaims(event_ids=events), size=len(events))
+        # recall's vector channel covers events: one embedder job per embedder.batch_size of
+        # them, so that a slow model's job is short (claims' vectors, which go first, wait for
+        # one job at most) and a stop loses little
+        events = self._events_to_embed(out.fts, proposed)
+        size = self.cfg.embedder.batch_size
+        out.jobs.extend(
+            JobSpec(
+                JobKind.EMBEDDER,
+                EmbedClaims(event_ids=events[start : start + size]),
+                size=len(events[start : start + size]),
             )
+            for start in range(0, len(events), size)
+        )
         return out
+
+    def _events_to_embed(
+        self, fts: list[tuple[str, str, str, str]], proposed: dict[str, list[Candidate]]
+    ) -> tuple[str, ...]:
+        """The indexed events whose vectors ``embedder.events`` asks for: all, none, or
+        (``"uncovered"``) those no proposed claim rests on. A proposal that admission or dedup
+        then drops leaves its events uncovered: the embedder's backfill finds them."""
+        mode = self.cfg.embedder.events
+        if mode == "none":
+            return ()
+        events = tuple(row[1] for row in fts)
+        if mode == "uncovered":
+            cited = {
+                span.event_id
+                for candidates in proposed.values()
+                for c in candidates
+                for span in c.draft.evidence
+            }
+            events = tuple(e for e in events if e not in cited)
+        return events
 
     def _candidate(self, w: _Window, index: int, draft: ClaimDraft) -> Candidate:
         first = w.sources[draft.evidence[0].event_id]
