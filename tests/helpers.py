@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ from hlmem.jobs import JobSpec
 from hlmem.memory import Memory
 from hlmem.messages import Job, RecallItem, RecallResult
 from hlmem.stages.base import Stage
-from hlmem.store import SyncTx, sqlite_module
+from hlmem.store import Store, SyncTx, sqlite_module
 
 #: every job kind of the write pipeline, in order
 PIPELINE_STAGES = frozenset({"windower", "extractor", "admission", "dedup", "conflict", "embedder"})
@@ -135,3 +135,29 @@ def python_lines(code: str) -> list[str]:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     return done.stdout.splitlines()
+
+
+#: the time vector rows written by :func:`put_vectors` carry
+VECTOR_ROW_TIME = "2026-01-01T00:00:00.000000+00:00"
+
+
+async def put_vectors(
+    store: Store, rows: Iterable[tuple[str, str, str | None, Any]], *, model: str, version: str
+) -> None:
+    """Write vector rows (owner kind, owner id, namespace, vector) of one model, one
+    transaction, as the embedder stage's upsert does."""
+    params = [
+        (
+            kind,
+            owner,
+            ns,
+            model,
+            version,
+            int(vec.shape[0]),
+            vec.astype("<f4").tobytes(),
+            VECTOR_ROW_TIME,
+        )
+        for kind, owner, ns, vec in rows
+    ]
+    async with store.transaction() as tx:
+        await tx.executemany("vector_upsert", params)

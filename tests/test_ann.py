@@ -13,14 +13,14 @@ from __future__ import annotations
 import logging
 import shutil
 import sys
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from helpers import connect_raw, fast_config, rows
+from helpers import connect_raw, fast_config, put_vectors, rows
 
 import hlmem
 from hlmem.clock import ManualClock
@@ -40,20 +40,10 @@ pytestmark = [
 
 DIM = 32
 MODEL, VERSION = "test-dense", "v1"
-NOW = "2026-01-01T00:00:00.000000+00:00"
 #: graphs for partitions of 200 vectors or more; saved files off unless a test wants them
 SMALL = AnnParams(min_vectors=200, save=False)
 
 Row = tuple[str, str, str | None, np.ndarray[Any, Any]]
-
-
-@pytest.fixture
-async def store(db_path: Path) -> AsyncIterator[Store]:
-    s = await Store.open(db_path, StoreConfig())
-    try:
-        yield s
-    finally:
-        await s.close()
 
 
 def clustered(rng: np.random.Generator, n: int, centres: np.ndarray[Any, Any]) -> Any:
@@ -69,14 +59,9 @@ def unit(rng: np.random.Generator, n: int, dim: int = DIM) -> Any:
 
 
 async def put(
-    store: Store, data: Iterable[Row], *, model: str = MODEL, version: str = VERSION
+    store: Store, rows: Iterable[Row], *, model: str = MODEL, version: str = VERSION
 ) -> None:
-    params = [
-        (kind, owner, ns, model, version, int(vec.shape[0]), vec.astype(np.float32).tobytes(), NOW)
-        for kind, owner, ns, vec in data
-    ]
-    async with store.transaction() as tx:
-        await tx.executemany("vector_upsert", params)
+    await put_vectors(store, rows, model=model, version=version)
 
 
 def sql(store: Store, statement: str, params: Any = ()) -> None:

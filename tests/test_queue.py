@@ -7,7 +7,6 @@ the clock past it, never because the test waits.
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -32,15 +31,6 @@ def spec(i: int, *, dedup: str | None = None) -> JobSpec:
         payload=SessionEnded(namespace="default", session_id=f"会话-{i}"),
         dedup_key=dedup,
     )
-
-
-@pytest.fixture
-async def store(db_path: Path) -> AsyncIterator[Store]:
-    s = await Store.open(db_path, StoreConfig())
-    try:
-        yield s
-    finally:
-        await s.close()
 
 
 def rows(db_path: Path) -> list[tuple[int, str, int, str | None]]:

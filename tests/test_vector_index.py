@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import numpy as np
 import pytest
-from helpers import connect_raw
+from helpers import VECTOR_ROW_TIME, connect_raw, put_vectors
 
 from hlmem.config import StoreConfig
 from hlmem.errors import ConfigError, InputError
@@ -32,7 +32,7 @@ pytestmark = pytest.mark.anyio
 
 DIM = 32
 MODEL, VERSION = "test-model", "v1"
-NOW = "2026-01-01T00:00:00.000000+00:00"
+NOW = VECTOR_ROW_TIME
 
 Row = tuple[str, str, str | None, np.ndarray[Any, Any]]  # kind, id, namespace, vector
 
@@ -63,12 +63,7 @@ def unit(rng: np.random.Generator, n: int, dim: int = DIM) -> np.ndarray[Any, An
 async def put(
     store: Store, rows: Iterable[Row], *, model: str = MODEL, version: str = VERSION
 ) -> None:
-    params = [
-        (kind, owner, ns, model, version, int(vec.shape[0]), vec.astype(np.float32).tobytes(), NOW)
-        for kind, owner, ns, vec in rows
-    ]
-    async with store.transaction() as tx:
-        await tx.executemany("vector_upsert", params)
+    await put_vectors(store, rows, model=model, version=version)
 
 
 async def sql(store: Store, statement: str, params: Sequence[Any] = ()) -> None:
