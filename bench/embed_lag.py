@@ -298,6 +298,11 @@ def sample_summary(samples: list[list[float]], t0: float, t1: float) -> dict[str
             statistics.fmean(rss[half:]) - statistics.fmean(rss[:half]), 1
         ),
         "process_cpu_per_wall_s": round((last[6] - first[6]) / span, 3),
+        # every ~5 s: seconds in, embedder backlog, RSS, its anonymous and file-backed parts
+        "timeline": [
+            [round(x[0] - first[0], 1), x[1], round(x[5], 1), round(x[7], 1), round(x[8], 1)]
+            for x in inside[:: max(1, round(5 / SAMPLE_S))]
+        ],
     }
 
 
@@ -490,11 +495,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--events", choices=["all", "uncovered", "none"], default=None)
     p.add_argument("--event-max-chars", type=int, default=None)
     p.add_argument("--keep", action="store_true", help="keep the database files")
+    p.add_argument("--over-s", type=float, default=None, help="overload seconds (10 / 40)")
     args = p.parse_args(argv)
+    over_s = args.over_s
     if args.quick:
         args.over_s, args.tail_s, args.steady_s = 10.0, 5.0, 12.0
     else:
         args.over_s, args.tail_s, args.steady_s = 40.0, 20.0, 60.0
+    args.over_s = over_s or args.over_s
     args.drain_timeout_s = 300.0
     return args
 
