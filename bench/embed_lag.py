@@ -15,10 +15,12 @@ whatever the acks do). Three phases, each into a fresh file:
    ``--over-s`` seconds, far above what e5 embeds. Measured: acknowledged events/s against
    offered; claims visible (active, so recallable by full text) per second and the lag from the
    telling event's ack to its claim being visible; the embedder's backlog in the job table
-   (items waiting), the process's RSS and the vectors made, sampled every 0.25 s by a separate
-   process (so that polling takes no GIL from the pipeline); the lag from ack to vector of the
-   events and claims that got one, by third of the phase. Then ingestion stops, claims catch up,
-   and the embedder works alone for ``--tail-s`` seconds: **its sustained vectors/s**.
+   (items waiting), the process's RSS (anonymous and file-backed: the model's pages) and the
+   vectors made, sampled every 0.25 s by a separate process (so that polling takes no GIL from
+   the pipeline); the lag from ack to vector of the events and claims that got one, and of the
+   event vectors made in each third of the run; what still waits at close and for how long.
+   Then ingestion stops, claims catch up, and the embedder works alone for ``--tail-s``
+   seconds: **its sustained vectors/s**.
 2. **Overload, local embedder**: the same load with the hashed local embedder (the default),
    the same-run baseline: its ack and claim figures are the ceiling the e5 run is judged
    against (ratios in ``vs_local``), and its vectors keep up.
@@ -82,16 +84,18 @@ def wall_of(text: str) -> float:
 # --- the poller (its own process) -------------------------------------------------------------
 
 
-def proc_figures(pid: int) -> tuple[float, float]:
-    """RSS (MiB) and CPU seconds of process ``pid``."""
-    rss = float("nan")
+def proc_figures(pid: int) -> tuple[float, float, float, float]:
+    """RSS, its anonymous and file-backed parts (MiB), and CPU seconds of process ``pid``."""
+    mib = {"VmRSS": float("nan"), "RssAnon": float("nan"), "RssFile": float("nan")}
     with open(f"/proc/{pid}/status", encoding="ascii") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
-                rss = int(line.split()[1]) / 1024
+            key, _, value = line.partition(":")
+            if key in mib:
+                mib[key] = int(value.split()[0]) / 1024
     with open(f"/proc/{pid}/stat", encoding="ascii") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return rss, (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return mib["VmRSS"], mib["RssAnon"], mib["RssFile"], cpu
 
 
 def poll(db: str, pid: int, out: str, stop: Any) -> None:
@@ -117,8 +121,8 @@ def poll(db: str, pid: int, out: str, stop: Any) -> None:
                     " THEN size END), 0), (SELECT count(*) FROM vectors)"
                     " FROM jobs WHERE status IN ('todo', 'doing')"
                 ).fetchone()
-                rss, cpu = proc_figures(pid)
-                samples.append([now, embed, to_claims, vectors, len(seen), rss, cpu])
+                rss, anon, file, cpu = proc_figures(pid)
+                samples.append([now, embed, to_claims, vectors, len(seen), rss, cpu, anon, file])
                 next_sample = now + SAMPLE_S
         except module.OperationalError:
             pass  # busy for a moment: the next poll reads it
@@ -226,11 +230,11 @@ def lags(
         if event_id in acks:
             told[claim_id] = min(told.get(claim_id, float("inf")), acks[event_id])
     ev_lag, ev_from_x, cl_lag = [], [], []
-    by_time: list[tuple[float, float]] = []  # (ack, lag) of events
+    by_time: list[tuple[float, float]] = []  # (made, lag) of events
     for kind, owner, made in data["vectors"]:
         if kind == "event" and owner in acks:
             ev_lag.append(made - acks[owner])
-            by_time.append((acks[owner], made - acks[owner]))
+            by_time.append((made, made - acks[owner]))
             if owner in data["extracted"]:
                 ev_from_x.append(made - data["extracted"][owner])
         elif kind == "claim" and owner in told:
@@ -241,17 +245,25 @@ def lags(
         "event_vector_from_extraction": lag_summary(ev_from_x),
         "claim_vector": lag_summary(cl_lag),
         "claim_visible": lag_summary(visible),
-        "events_by_ack": sorted(by_time),
+        "events_by_made": sorted(by_time),
     }
 
 
-def thirds(by_time: list[tuple[float, float]], t0: float, t1: float) -> list[dict[str, Any]]:
-    """Ack -> vector lag of the events acknowledged in each third of [t0, t1]."""
+def thirds(made: list[tuple[float, float]], t0: float, t1: float) -> list[dict[str, Any]]:
+    """Ack -> vector lag of the event vectors made in each third of [t0, t1] (``made``: pairs of
+    (made, lag)): under overload each third's lag is longer."""
     out = []
     for n in range(3):
         lo, hi = t0 + (t1 - t0) * n / 3, t0 + (t1 - t0) * (n + 1) / 3
-        out.append(lag_summary([lag for ack, lag in by_time if lo <= ack < hi]))
+        out.append(lag_summary([lag for at, lag in made if lo <= at < hi]))
     return out
+
+
+def waiting(acks: dict[str, float], data: dict[str, Any], at: float) -> dict[str, Any]:
+    """Events acknowledged and still without a vector at ``at``: how many, the oldest's age."""
+    embedded = {i for k, i, _ in data["vectors"] if k == "event"}
+    left = [t for e, t in acks.items() if e not in embedded]
+    return {"events": len(left), "oldest_age_s": round(at - min(left), 1) if left else None}
 
 
 def rate_between(vectors: list[tuple[str, str, float]], t0: float, t1: float) -> float:
@@ -279,11 +291,18 @@ def sample_summary(samples: list[list[float]], t0: float, t1: float) -> dict[str
         "rss_mib_first": round(first[5], 1),
         "rss_mib_last": round(last[5], 1),
         "rss_mib_max": round(max(rss), 1),
+        "rss_anon_mib_first_last": [round(first[7], 1), round(last[7], 1)],
+        "rss_file_mib_first_last": [round(first[8], 1), round(last[8], 1)],
         # the second half against the first: growth while the backlog keeps growing
         "rss_mib_second_half_minus_first": round(
             statistics.fmean(rss[half:]) - statistics.fmean(rss[:half]), 1
         ),
         "process_cpu_per_wall_s": round((last[6] - first[6]) / span, 3),
+        # every ~5 s: seconds in, embedder backlog, RSS, its anonymous and file-backed parts
+        "timeline": [
+            [round(x[0] - first[0], 1), x[1], round(x[5], 1), round(x[7], 1), round(x[8], 1)]
+            for x in inside[:: max(1, round(5 / SAMPLE_S))]
+        ],
     }
 
 
@@ -320,11 +339,12 @@ async def overload(
             )
             await asyncio.sleep(args.tail_s)
             tail_t1 = time.time()
+    closed = time.time()
     polled = poller.result()
     data = read_file(db)
     acks = load.pop("acks")
     found = lags(acks, data, polled["claims_seen"])
-    by_time = found.pop("events_by_ack")
+    by_time = found.pop("events_by_made")
     return {
         "embedder": embedder,
         "load": load,
@@ -333,7 +353,8 @@ async def overload(
         "vectors_per_s_alone": rate_between(data["vectors"], tail_t0, tail_t1),
         "embedder_backlog_at_close": data["embedder_backlog_at_close"],
         "lags": found,
-        "event_vector_lag_by_third": thirds(by_time, load["started"], load["ended"]),
+        "event_vector_lag_by_third": thirds(by_time, load["started"], tail_t1),
+        "waiting_at_close": waiting(acks, data, closed),
     }
 
 
@@ -358,7 +379,7 @@ async def sustainable(
     data = read_file(db)
     acks = load.pop("acks")
     found = lags(acks, data, polled["claims_seen"])
-    found.pop("events_by_ack")
+    found.pop("events_by_made")
     return {
         "load": load,
         "drain_after_s": round(drain_s, 2),
@@ -447,11 +468,13 @@ def report(res: dict[str, Any]) -> list[str]:
             f"{d.get('rss_mib_first', 0):>6} / {d.get('rss_mib_last', 0)} / "
             f"{d.get('rss_mib_max', 0)}"
         )
-    thirds_ = res["overload_e5"]["event_vector_lag_by_third"]
+    over = res["overload_e5"]
     lines.append(
-        "overload_e5 event -> vector lag p50 by third of the load: "
-        + ", ".join(f"{t['p50_s']} s (n={t['n']})" for t in thirds_)
-        + f"; embedder backlog at close {res['overload_e5']['embedder_backlog_at_close']}"
+        "overload_e5 event -> vector lag p50 of the vectors made in each third of the run "
+        "(load + tail): "
+        + ", ".join(f"{t['p50_s']} s (n={t['n']})" for t in over["event_vector_lag_by_third"])
+        + f"; at close {over['waiting_at_close']['events']} events waiting, the oldest for "
+        f"{over['waiting_at_close']['oldest_age_s']} s"
     )
     st = res["steady_e5"]["lags"]["event_vector_from_extraction"]
     lines.append(f"steady_e5 event extraction -> vector p50/p95 {st['p50_s']} / {st['p95_s']} s")
@@ -472,11 +495,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--events", choices=["all", "uncovered", "none"], default=None)
     p.add_argument("--event-max-chars", type=int, default=None)
     p.add_argument("--keep", action="store_true", help="keep the database files")
+    p.add_argument("--over-s", type=float, default=None, help="overload seconds (10 / 40)")
     args = p.parse_args(argv)
+    over_s = args.over_s
     if args.quick:
         args.over_s, args.tail_s, args.steady_s = 10.0, 5.0, 12.0
     else:
         args.over_s, args.tail_s, args.steady_s = 40.0, 20.0, 60.0
+    args.over_s = over_s or args.over_s
     args.drain_timeout_s = 300.0
     return args
 

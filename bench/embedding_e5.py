@@ -4,8 +4,8 @@ Four text sets, read at run time from ``../shared/data`` (``bench/eval_data.py``
 
 - ``short_zh``: MemDaily messages of 20-60 characters (chat turns);
 - ``short_en``: LoCoMo turns of 20-60 characters;
-- ``long_zh``: consecutive MemDaily messages of one trajectory joined by newlines, 500-2000
-  characters (``--quick``: 500-1000);
+- ``long_zh``: consecutive MemDaily messages joined by newlines (a chat log pasted whole),
+  lengths spread evenly over 500-2000 characters (``--quick``: 500-1000);
 - ``long_en``: LongMemEval oracle turns of 500-2000 characters (``--quick``: 500-1000).
 
 Each thread setting runs in its own process (OpenMP's wait policy is fixed when its library
@@ -94,22 +94,21 @@ def _between(texts: list[str], bounds: tuple[int, int], n: int) -> list[str]:
     return list(dict.fromkeys(t for t in texts if lo <= len(t) <= hi))[:n]
 
 
-def _joined(convs: list[list[str]], bounds: tuple[int, int], n: int) -> list[str]:
-    """Consecutive messages of one conversation joined until the text is at least ``lo``
-    characters long; kept when it is at most ``hi``."""
+def _joined(messages: list[str], bounds: tuple[int, int], n: int) -> list[str]:
+    """Consecutive messages joined by newlines into ``n`` texts whose lengths spread evenly over
+    ``bounds`` (a chat log pasted whole: MemDaily's messages are ~22 characters each)."""
     lo, hi = bounds
+    targets = [lo + (hi - lo) * i // max(1, n - 1) for i in range(n)]
     out: list[str] = []
-    for msgs in convs:
-        text = ""
-        for m in msgs:
-            text = f"{text}\n{m}" if text else m
-            if len(text) >= lo:
-                if len(text) <= hi:
-                    out.append(text)
-                text = ""
-        if len(out) >= n:
-            break
-    return out[:n]
+    text = ""
+    for m in messages:
+        text = f"{text}\n{m}" if text else m
+        if len(text) >= targets[len(out)]:
+            out.append(text[:hi])
+            text = ""
+            if len(out) == n:
+                break
+    return out
 
 
 def text_sets(quick: bool) -> tuple[dict[str, list[str]], list[str]]:
@@ -129,9 +128,7 @@ def text_sets(quick: bool) -> tuple[dict[str, list[str]], list[str]]:
         "short_en": _between(
             [t.text for c in locomo.conversations for t in c.turns], SHORT, n_short
         ),
-        "long_zh": _joined(
-            [[t.text for t in c.turns] for c in memdaily.conversations], long, n_long
-        ),
+        "long_zh": _joined([t.text for c in memdaily.conversations for t in c.turns], long, n_long),
         "long_en": _between([t.text for c in oracle.conversations for t in c.turns], long, n_long),
     }
     zh = [q.text for c in memdaily.conversations for q in c.questions]

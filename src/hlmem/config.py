@@ -174,7 +174,7 @@ class EmbedderConfig(_Section):
     provider: str = "local"
     model: str = "hlmem-local-hash"
     dim: int = Field(384, ge=16)
-    # Texts (claims, events) embedded per call.
+    # Texts (claims, events) embedded per call, and events per embedder job.
     batch_size: int = Field(32, ge=1)
     # Which raw events get a vector besides the claims, so that recall's vector channel covers
     # them (each is a paid input with a remote provider, and costs CPU with e5): "all";
