@@ -323,8 +323,37 @@ class RecallConfig(_Section):
     vector_floors: dict[str, tuple[float, float]] = Field(
         default_factory=lambda: {"multilingual-e5-small": (0.2, 0.2)}
     )
-    # Reciprocal rank fusion: score = sum over channels of 1 / (rrf_k + rank).
+    # How the channels' hits become one score. "scores": each channel's own relevance, made
+    # comparable (full text: bm25 over the best hit's; vectors: the cosine above the model's
+    # floor, over the room above it), weighted by channel and summed; "rrf": reciprocal rank
+    # fusion, sum over channels of 1 / (rrf_k + rank), which keeps only the order of each.
+    fusion: Literal["scores", "rrf"] = "scores"
     rrf_k: float = Field(60.0, gt=0)
+    # The weights of "scores" fusion: full text, vectors, each expansion query's hits (both
+    # channels), and the entity constraint's "prefer" bonus.
+    fts_weight: float = Field(1.0, ge=0)
+    vector_weight: float = Field(0.5, ge=0)
+    expansion_weight: float = Field(0.5, ge=0)
+    entity_weight: float = Field(0.2, ge=0)
+    # Context: the turns said just before and after each of the best context_seeds events
+    # (same session) join the candidates, with context_weight times that event's score (added
+    # to their own): an answer is often the turn after the one that matches the question.
+    # Only turns of these roles gain: what the user said holds the user's facts, and an
+    # assistant's long reply that matches a question often follows the turn that answers it.
+    context_weight: float = Field(0.25, ge=0)
+    context_seeds: int = Field(10, ge=0)
+    context_roles: list[Literal["user", "assistant", "system", "tool"]] = ["user"]
+    # An assistant's turn ranks at this fraction of its score, unless the query asks what the
+    # assistant said ("you recommended", "你推荐过": then its turns rank as the user's and gain
+    # context too): memory is of what the user said, and an assistant's reply repeats the
+    # question's words around the user's own.
+    assistant_weight: float = Field(0.8, ge=0, le=1)
+    # Feedback: the feedback_terms rarest words of the best feedback_seeds full-text hits that
+    # the query lacks are searched too, their hits weighted by feedback_weight: "who works in
+    # Qingdao" finds "my colleague works in Qingdao", then what else is said of the colleague.
+    feedback_weight: float = Field(0.3, ge=0)
+    feedback_seeds: int = Field(2, ge=0)
+    feedback_terms: int = Field(8, ge=0)
     # A raw event said after the period a query names ("last year") is often a later retelling
     # of what happened then: kept, its score multiplied by this (0: dropped in effect).
     after_period_weight: float = Field(0.5, ge=0, le=1)

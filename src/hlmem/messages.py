@@ -560,6 +560,9 @@ class QueryParse(_Frozen):
     loose_entities: tuple[str, ...] = ()
     #: "user" when the query is about the speaker (我 / my / I), else None
     subject: str | None = None
+    #: the query asks what the assistant said ("you recommended", "你推荐过"): the assistant's
+    #: turns rank as the user's do (``recall.assistant_weight`` is not applied)
+    asks_assistant: bool = False
 
 
 class RecallEvidence(_Frozen):

@@ -26,6 +26,7 @@ from hlmem.index.fts import (
     index_after_migration,
     match_ids,
     match_ids_sync,
+    rare_terms_sync,
 )
 from hlmem.index.vector_rows import Prefilter, VectorHit, earliest_ties, top_rows
 from hlmem.index.vectors import Backend, VectorIndex, choose_backend, model_identity, numpy_bytes
@@ -57,5 +58,6 @@ __all__ = [
     "match_ids_sync",
     "model_identity",
     "numpy_bytes",
+    "rare_terms_sync",
     "top_rows",
 ]

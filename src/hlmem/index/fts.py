@@ -403,6 +403,36 @@ def fts_hits(rows: Sequence[Any], *, limit: int) -> list[FtsHit]:
     return hits
 
 
+def rare_terms_sync(
+    reader: SyncReader,
+    namespace: str,
+    terms: Sequence[str],
+    *,
+    limit: int,
+    rank_rows: int = RANK_ROWS,
+    term_counts: TermCounts | None = None,
+) -> list[str]:
+    """Of ``terms``, the ``limit`` that the fewest rows of ``namespace`` hold, but at least two
+    (a term only one row holds finds nothing else) and at most ``rank_rows`` (a common term
+    finds everything): what best tells the rows that hold them from the rest. On the reader
+    thread (:meth:`Store.read`)."""
+    distinct = list(dict.fromkeys(t for t in terms if t))
+    if not distinct or limit < 1:
+        return []
+    params = {
+        "token": _namespace_match(namespace),
+        "namespace": namespace,
+        "cap": rank_rows + 1,
+    }
+    phrases = _phrases(distinct, False)
+    if term_counts is None:
+        counts = _count_terms(reader, params, phrases)
+    else:
+        counts = term_counts.counts(reader, params, phrases)
+    usable = sorted((c.n, c.pos) for c in counts if 2 <= c.n <= rank_rows)
+    return [distinct[pos] for _, pos in usable[:limit]]
+
+
 def match_ids_sync(
     reader: SyncReader,
     namespace: str,

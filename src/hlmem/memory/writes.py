@@ -286,6 +286,7 @@ async def forget(
             valid_at=None,
             budget_tokens=None,
             include_untrusted=False,
+            related=False,  # only what the query's words name, never its neighbours
         )
 
     return await forget_items(

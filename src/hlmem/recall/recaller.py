@@ -39,7 +39,7 @@ import anyio
 from hlmem.claims import SourcePolicy, untrusted_rule
 from hlmem.claims import activation as lifecycle
 from hlmem.clock import parse_iso
-from hlmem.config import Config
+from hlmem.config import Config, RecallConfig
 from hlmem.gateway import Gateway
 from hlmem.index import (
     AnnParams,
@@ -50,8 +50,9 @@ from hlmem.index import (
     fts_search_sync,
     match_ids_sync,
     model_identity,
+    rare_terms_sync,
 )
-from hlmem.lang import query_terms, segment, spelled_apart
+from hlmem.lang import query_terms, scrub, secret_kind, segment, spelled_apart
 from hlmem.messages import (
     QueryParse,
     RecallItem,
@@ -115,6 +116,8 @@ class _Query:
     terms: tuple[str, ...]  # the FTS search terms (hlmem.lang.segment.query_terms)
     apart: dict[str, str]  # glued compounds' parts (hlmem.lang.segment.spelled_apart)
     plan: _Later  # the _Plan, once the first read has understood the query
+    #: context and feedback may add what the query's own words do not find (not for a forget)
+    related: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +140,7 @@ class _Scope:
     parsed: QueryParse
     now: datetime
     include_untrusted: bool
+    related: bool = True  # context may join (Recaller.recall)
 
 
 @dataclass
@@ -154,14 +158,46 @@ class _Found:
     expanded: dict[str, list[FtsHit | VectorHit]] = field(default_factory=dict)
 
 
+#: the relevance "scores" fusion gives a full-text hit of only common terms (not ranked by
+#: bm25: :func:`hlmem.index.fts.fts_search_sync`), divided by its place among them
+_UNRANKED = 0.05
+#: the channel an item found only as the context of a better one has (:meth:`_with_context`)
+CONTEXT = "context"
+#: the channel of what the words of the best full-text hits found (:meth:`Recaller._full_text`)
+FEEDBACK = "feedback"
+#: the characters of a feedback seed's text its words are taken from
+_FEEDBACK_CHARS = 600
+#: the channels that find what the query's own words do not (Recaller._related_secret)
+_RELATED = frozenset({CONTEXT, FEEDBACK})
+#: events whose "holds a secret" is remembered (cleared when full)
+_SECRET_MEMO = 65_536
+
+
 @dataclass
 class _Candidate:
     kind: str
     id: str
+    #: by channel: the hit's rank (1 = best) and its relevance made comparable (0..1)
     ranks: dict[str, int] = field(default_factory=dict)
+    scores: dict[str, float] = field(default_factory=dict)
 
-    def fused(self, k: float) -> float:
-        return sum(1.0 / (k + r) for r in self.ranks.values())
+    def fused(self, rc: RecallConfig) -> float:
+        if rc.fusion == "rrf":
+            return sum(1.0 / (rc.rrf_k + r) for r in self.ranks.values())
+        return sum(_channel_weight(rc, c) * s for c, s in self.scores.items())
+
+
+def _channel_weight(rc: RecallConfig, channel: str) -> float:
+    """The "scores" fusion's weight of a channel ("fts", "vector", "expansion:<n>:fts" …)."""
+    if channel == "fts":
+        return rc.fts_weight
+    if channel == "vector":
+        return rc.vector_weight
+    if channel == "entity":
+        return rc.entity_weight
+    if channel == FEEDBACK:
+        return rc.feedback_weight
+    return rc.expansion_weight  # expansion:<n>:<fts|vector>
 
 
 class Recaller:
@@ -177,6 +213,7 @@ class Recaller:
         self.expander = gateway if self.rc.expand_provider else None
         self.policy = SourcePolicy.from_config(cfg.admission)
         self._segmenter_ready = False  # jieba's dictionary is loaded (by a first query)
+        self._holds_secret: dict[str, bool] = {}  # event id -> holds a secret (_related_secret)
         self.term_counts = TermCounts()  # used on the reader thread only
         emb = cfg.embedder
         # The query is embedded by the same model as the stored vectors (in process, or
@@ -208,8 +245,12 @@ class Recaller:
         valid_at: datetime | None,
         budget_tokens: int | None,
         include_untrusted: bool,
+        related: bool = True,
     ) -> RecallResult:
-        query = await self._prepare(text)
+        """``related``: whether context (the turns around the best events) and feedback (what
+        the best hits' other words find) join the candidates; a forget by query looks up only
+        what its words name."""
+        query = await self._prepare(text, related=related)
         found = _Found()
         # Every read of the reader connection is a hop to its thread (and back), which costs
         # more than most of recall's statements, and more still on a busy machine; so the
@@ -236,7 +277,7 @@ class Recaller:
         parsed = decided.parsed
         candidates = self._fuse(found, decided)
         reranked = False
-        scope = _Scope(namespace, parsed, now, include_untrusted)
+        scope = _Scope(namespace, parsed, now, include_untrusted, related)
         if self.gateway is None:
             items = await self._items(candidates, found, scope, k)
         else:  # the reranker reorders the best rerank_candidates, then the first k are kept
@@ -256,7 +297,7 @@ class Recaller:
             degraded=found.degraded,
         )
 
-    async def _prepare(self, text: str) -> _Query:
+    async def _prepare(self, text: str, *, related: bool = True) -> _Query:
         """The query's FTS terms: jieba, ~50 µs for a question (cached), less than a hop to a
         worker thread costs; the first call loads jieba's dictionary (~1 s), on a worker
         thread, as does a long text."""
@@ -268,7 +309,13 @@ class Recaller:
         else:
             terms = await anyio.to_thread.run_sync(query_terms, text)
         # spelled_apart reads what query_terms cached
-        return _Query(text=text, terms=tuple(terms), apart=spelled_apart(text), plan=_Later())
+        return _Query(
+            text=text,
+            terms=tuple(terms),
+            apart=spelled_apart(text),
+            plan=_Later(),
+            related=related,
+        )
 
     # --- candidates ---------------------------------------------------------------------------
 
@@ -340,21 +387,75 @@ class Recaller:
         def search(reader: SyncReader) -> tuple[list[FtsHit], dict[tuple[str, str], Candidate]]:
             if not plan:  # understanding the query failed: recall raises that
                 return [], {}
+            allow = plan[0].allow if plan[0].strict else None
             hits = fts_search_sync(
                 reader,
                 namespace=namespace,
                 terms=query.terms,
                 limit=rc.fts_candidates,
                 rank_rows=rc.fts_rank_rows,
-                allow=plan[0].allow if plan[0].strict else None,
+                allow=allow,
                 term_counts=self.term_counts,
                 apart=query.apart,
             )
-            return hits, read_rows(reader, [(h.kind, h.item_id) for h in hits], namespace)
+            rows = read_rows(reader, [(h.kind, h.item_id) for h in hits], namespace)
+            more = self._feedback(reader, query, namespace, hits, rows, allow)
+            if more:
+                rows |= read_rows(
+                    reader,
+                    [(h.kind, h.item_id) for h in more if (h.kind, h.item_id) not in rows],
+                    namespace,
+                )
+            return hits, more, rows
 
-        found.fts, rows = await self.store.read(search)
+        found.fts, feedback, rows = await self.store.read(search)
+        if feedback:
+            found.expanded[FEEDBACK] = feedback
         found.rows.update(rows)
-        found.read.update((h.kind, h.item_id) for h in found.fts)
+        found.read.update((h.kind, h.item_id) for h in [*found.fts, *feedback])
+
+    def _feedback(
+        self,
+        reader: SyncReader,
+        query: _Query,
+        namespace: str,
+        hits: list[FtsHit],
+        rows: dict[tuple[str, str], Candidate],
+        allow: set[str] | None,
+    ) -> list[FtsHit]:
+        """Pseudo-relevance feedback, on the reader thread: the ``feedback_terms`` rarest
+        words (:func:`~hlmem.index.rare_terms_sync`) of the best ``feedback_seeds`` ranked
+        full-text hits that the query does not have, searched; their hits."""
+        rc = self.rc
+        if not query.related or min(rc.feedback_weight, rc.feedback_seeds, rc.feedback_terms) <= 0:
+            return []
+        asked = set(query.terms)
+        words: list[str] = []
+        for h in hits[: rc.feedback_seeds]:
+            row = rows.get((h.kind, h.item_id))
+            if h.score <= 0 or row is None:
+                continue
+            text = row.content if h.kind == "event" else row.text  # type: ignore[union-attr]
+            words += [t for t in query_terms(scrub(text[:_FEEDBACK_CHARS])) if t not in asked]
+        terms = rare_terms_sync(
+            reader,
+            namespace,
+            words,
+            limit=rc.feedback_terms,
+            rank_rows=rc.fts_rank_rows,
+            term_counts=self.term_counts,
+        )
+        if not terms:
+            return []
+        return fts_search_sync(
+            reader,
+            namespace=namespace,
+            terms=terms,
+            limit=rc.fts_candidates,
+            rank_rows=rc.fts_rank_rows,
+            allow=allow,
+            term_counts=self.term_counts,
+        )
 
     async def _vectors(self, query: _Query, namespace: str, found: _Found) -> None:
         """The vector channel: the query embedded while the reader understands it, then an
@@ -419,13 +520,40 @@ class Recaller:
             **found.expanded,
         }
         for channel in hits:
-            for rank, hit in enumerate(hits[channel], 1):
-                key = (hit.kind, hit.item_id)
-                out.setdefault(key, _Candidate(hit.kind, hit.item_id)).ranks[channel] = rank
+            relevance = self._relevance(channel, hits[channel])
+            for rank, (hit, rel) in enumerate(zip(hits[channel], relevance, strict=True), 1):
+                cand = out.setdefault((hit.kind, hit.item_id), _Candidate(hit.kind, hit.item_id))
+                cand.ranks[channel] = rank
+                cand.scores[channel] = rel
         if decided.allow is not None and self.rc.entity_constraint == "prefer":
             for cand in out.values():
                 if cand.id in decided.allow:
                     cand.ranks["entity"] = 1
+                    cand.scores["entity"] = 1.0
+        return out
+
+    def _relevance(self, channel: str, hits: Sequence[FtsHit | VectorHit]) -> list[float]:
+        """Each hit's relevance in 0..1, comparable across channels: full text, bm25 over the
+        channel's best (a hit of common terms only, unranked: :data:`_UNRANKED` over its place
+        among them); vectors, how far the cosine is above the model's floor for the kind, over
+        the room above that floor."""
+        if channel.endswith("vector"):
+            claim_floor, event_floor = self.vector_floors
+            out = []
+            for h in hits:
+                floor = event_floor if h.kind == "event" else claim_floor
+                out.append(min(1.0, max(0.0, (h.score - floor) / max(1e-6, 1.0 - floor))))
+            return out
+        best: dict[str, float] = {}
+        for h in hits:
+            best[h.kind] = max(best.get(h.kind, 0.0), h.score)
+        out, unranked = [], 0
+        for h in hits:
+            if h.score > 0:
+                out.append(h.score / best[h.kind])
+            else:
+                unranked += 1
+                out.append(_UNRANKED / unranked)
         return out
 
     # --- rows, filters and ranking -------------------------------------------------------------
@@ -477,19 +605,18 @@ class Recaller:
                 now=now,
             )
             signals = self._signals(r.importance, r.recorded_at, activation, r.utility, now)
-            score = candidates[("claim", r.id)].fused(self.rc.rrf_k) * signals
+            score = candidates[("claim", r.id)].fused(self.rc) * signals
             scored.append(Scored(score, False, r.id, r))
         trust: dict[str, bool] = {}
         for e in events:
-            trusted = untrusted_rule(self.policy, e.origin_class, e.session_kind) is None
-            if not (trusted or scope.include_untrusted) or not event_visible(e, parsed):
+            if self._related_secret(candidates[("event", e.id)].ranks, e):
                 continue
-            trust[e.id] = trusted
-            signals = self._signals(_EVENT_IMPORTANCE, e.recorded_at, 0.0, 0.0, now)
-            if said_after_period(e, parsed):
-                signals *= self.rc.after_period_weight
-            score = candidates[("event", e.id)].fused(self.rc.rrf_k) * signals
-            scored.append(Scored(score, True, e.id, e))
+            signals = self._event_signals(e, scope, trust)
+            if signals is not None:
+                score = candidates[("event", e.id)].fused(self.rc) * signals
+                scored.append(Scored(score, True, e.id, e))
+        if scope.related and self.rc.context_weight > 0 and self.rc.context_seeds > 0:
+            scored = self._with_context(reader, scored, candidates, scope, trust)
         scored.sort(key=lambda s: (-s.score, s.is_event, s.id))
         keys = fold_keys(scored)
         shown = first_claims(scored, keys, k)  # every claim item is one of these
@@ -518,6 +645,85 @@ class Recaller:
                     )
                 )
         return items
+
+    def _related_secret(self, ranks: dict[str, int], e: CandidateEvent) -> bool:
+        """Whether ``e`` holds a secret and only context or feedback found it: an event with a
+        secret in it is recalled only when the query's own words or vector find it, so that
+        what a query finds never depends on a secret's words (a guess at a password that
+        shares a word with other memories must find what a wrong guess finds). Remembered
+        by event id (events never change)."""
+        if any(c not in _RELATED for c in ranks):
+            return False
+        known = self._holds_secret.get(e.id)
+        if known is None:
+            known = secret_kind(e.content) is not None
+            if len(self._holds_secret) >= _SECRET_MEMO:
+                self._holds_secret.clear()
+            self._holds_secret[e.id] = known
+        return known
+
+    def _event_signals(
+        self, e: CandidateEvent, scope: _Scope, trust: dict[str, bool]
+    ) -> float | None:
+        """The ranking factor of a candidate event, or None when it is not to be shown (an
+        untrusted source not asked for, said after the time asked about); ``trust`` gets
+        whether its source is trusted."""
+        trusted = untrusted_rule(self.policy, e.origin_class, e.session_kind) is None
+        if not (trusted or scope.include_untrusted) or not event_visible(e, scope.parsed):
+            return None
+        trust[e.id] = trusted
+        signals = self._signals(_EVENT_IMPORTANCE, e.recorded_at, 0.0, 0.0, scope.now)
+        if said_after_period(e, scope.parsed):
+            signals *= self.rc.after_period_weight
+        if e.role == "assistant" and not scope.parsed.asks_assistant:
+            signals *= self.rc.assistant_weight
+        return signals
+
+    def _with_context(
+        self,
+        reader: SyncReader,
+        scored: list[Scored],
+        candidates: dict[tuple[str, str], _Candidate],
+        scope: _Scope,
+        trust: dict[str, bool],
+    ) -> list[Scored]:
+        """The turns said just before and after each of the best ``context_seeds`` events in
+        its session gain ``context_weight`` times the best such event's score: added to a
+        candidate's, or as a new candidate (channel "context") when visible. Only turns of
+        ``context_roles`` gain (and the assistant's when the query asks what it said). An
+        answer is often the turn after the one that matches the question, and the user's
+        own words the turn before the assistant's reply that matches."""
+        seeds = sorted((s for s in scored if s.is_event), key=lambda s: -s.score)
+        seeds = seeds[: self.rc.context_seeds]
+        if not seeds:
+            return scored
+        pairs = reader.fetch_packed(
+            "recall_event_neighbours",
+            {"seeds": json.dumps([s.id for s in seeds]), "namespace": scope.namespace},
+        )
+        seed_score = {s.id: s.score for s in seeds}
+        gain: dict[str, float] = {}
+        for seed, neighbour in pairs:
+            gain[neighbour] = max(
+                gain.get(neighbour, 0.0), self.rc.context_weight * seed_score[seed]
+            )
+        roles = set(self.rc.context_roles)
+        if scope.parsed.asks_assistant:
+            roles.add("assistant")
+        out = []
+        for s in scored:
+            more = gain.pop(s.id, 0.0) if s.is_event else 0.0
+            out.append(s._replace(score=s.score + more) if more and s.row.role in roles else s)
+        fresh = read_rows(reader, [("event", i) for i in gain], scope.namespace)
+        for (_, event_id), e in fresh.items():
+            e = cast(CandidateEvent, e)
+            if e.role not in roles or self._related_secret({CONTEXT: 0}, e):
+                continue
+            if self._event_signals(e, scope, trust) is None:
+                continue
+            candidates[("event", event_id)] = _Candidate("event", event_id, ranks={CONTEXT: 0})
+            out.append(Scored(gain[event_id], True, event_id, e))
+        return out
 
     def _signals(
         self, importance: float, recorded_at: str, activation: float, utility: float, now: datetime

@@ -45,6 +45,16 @@ _BELIEF = re.compile(
     re.IGNORECASE,
 )
 _FIRST_PERSON = re.compile(r"我|\b(?:i|my|me|mine|i'm|i've)\b", re.IGNORECASE)
+#: the query asks what the assistant said ("you recommended", "our previous chat", "你推荐过")
+_ASSISTANT_SAID = re.compile(
+    r"你(?:之前|上次|刚才|以前|曾经|那时)?(?:说过|说的|提到|提过|推荐|建议|告诉|给我|写的|写过|"
+    r"列出|列的|讲过|讲的|介绍)|我们(?:之前|上次|刚才|以前)?(?:聊|谈|讨论)(?:过|的)|"
+    r"\byou(?:'ve| have)? (?:told|said|mentioned|recommended|suggested|provided|gave|wrote|"
+    r"created|listed|shared|explained|described|named|proposed|showed)\b|"
+    r"\bdid you (?:say|tell|mention|recommend|suggest|write|give|list)\b|"
+    r"\bour (?:previous|last|earlier|past) (?:conversation|chat|discussion|talk)",
+    re.IGNORECASE,
+)
 #: the longest entity name (normalised, in characters) a query is matched against
 MAX_NAME_CHARS = 32
 #: the most candidate names asked of the store in one statement (:func:`name_batches`)
@@ -94,6 +104,7 @@ def parse(
         entities=strong,
         loose_entities=loose,
         subject=SPEAKER if _FIRST_PERSON.search(text) else None,
+        asks_assistant=bool(_ASSISTANT_SAID.search(text)),
     )
 
 

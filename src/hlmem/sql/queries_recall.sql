@@ -79,3 +79,22 @@ WHERE en.namespace = ? AND en.normalized IN (SELECT value FROM json_each(?));
 -- Feedback on a recalled claim: utility moves toward +1 (useful) or -1 (not useful).
 UPDATE claims SET utility = max(-1.0, min(1.0, utility + :delta))
 WHERE id = :id AND status != 'forgotten';
+
+-- name: recall_event_neighbours
+-- The turns said just before and just after each of the given events (JSON array of ids) in
+-- its session: the context recall adds around its best events (Recaller._with_context).
+-- Packed (SyncReader.fetch_packed): rows [seed_id, neighbour_id]. One index lookup
+-- (events_session) per side and seed.
+SELECT json_group_array(json_array(seed, id)) FROM (
+    SELECT s.id AS seed,
+           (SELECT p.id FROM events p
+            WHERE p.namespace = s.namespace AND p.session_id = s.session_id AND p.seq < s.seq
+            ORDER BY p.seq DESC LIMIT 1) AS id
+    FROM events s WHERE s.id IN (SELECT value FROM json_each(:seeds)) AND +s.namespace = :namespace
+    UNION ALL
+    SELECT s.id,
+           (SELECT n.id FROM events n
+            WHERE n.namespace = s.namespace AND n.session_id = s.session_id AND n.seq > s.seq
+            ORDER BY n.seq LIMIT 1)
+    FROM events s WHERE s.id IN (SELECT value FROM json_each(:seeds)) AND +s.namespace = :namespace
+) WHERE id IS NOT NULL;
