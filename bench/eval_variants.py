@@ -43,7 +43,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--dataset", action="append", choices=DATASETS, default=None)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--limit", type=int, default=None)
-    p.add_argument("--config", type=Path, default=None, help="the replay's and every variant's base")
+    p.add_argument(
+        "--config", type=Path, default=None, help="the replay's and every variant's base"
+    )
     p.add_argument("--embedder", choices=list(ev.EMBEDDERS), default="local")
     p.add_argument("--variant", action="append", default=[], help="NAME=JSON overrides")
     p.add_argument("--cache", type=Path, default=Path("/tmp/hlmem-eval-cache"))
@@ -59,7 +61,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         except json.JSONDecodeError as exc:
             p.error(f"--variant {name}: {exc}")
     # The same loaders and subsets as eval_retrieval.py.
-    args.data, args.adversarial, args.abstention, args.locomo_roles = None, False, False, "both-user"
+    args.data, args.adversarial, args.abstention, args.locomo_roles = (
+        None,
+        False,
+        False,
+        "both-user",
+    )
     return args
 
 
@@ -113,7 +120,9 @@ def means(convs: list[Any], run: SystemRun, by_category: bool) -> dict[str, dict
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in args.dataset or DATASETS:
-        limit = args.limit if args.limit is not None else (QUICK_LIMITS[name] if args.quick else None)
+        limit = (
+            args.limit if args.limit is not None else (QUICK_LIMITS[name] if args.quick else None)
+        )
         ds = await anyio.to_thread.run_sync(ev.load, name, args)
         convs = ev.subset(ds.conversations, limit)
         db = await replayed(args, name, convs)

@@ -384,9 +384,11 @@ class Recaller:
         ranking needs, read while the vector scan (usually the longer) still runs."""
         rc = self.rc
 
-        def search(reader: SyncReader) -> tuple[list[FtsHit], dict[tuple[str, str], Candidate]]:
+        def search(
+            reader: SyncReader,
+        ) -> tuple[list[FtsHit], list[FtsHit], dict[tuple[str, str], Candidate]]:
             if not plan:  # understanding the query failed: recall raises that
-                return [], {}
+                return [], [], {}
             allow = plan[0].allow if plan[0].strict else None
             hits = fts_search_sync(
                 reader,
@@ -410,7 +412,7 @@ class Recaller:
 
         found.fts, feedback, rows = await self.store.read(search)
         if feedback:
-            found.expanded[FEEDBACK] = feedback
+            found.expanded[FEEDBACK] = list(feedback)
         found.rows.update(rows)
         found.read.update((h.kind, h.item_id) for h in [*found.fts, *feedback])
 
@@ -611,9 +613,9 @@ class Recaller:
         for e in events:
             if self._related_secret(candidates[("event", e.id)].ranks, e):
                 continue
-            signals = self._event_signals(e, scope, trust)
-            if signals is not None:
-                score = candidates[("event", e.id)].fused(self.rc) * signals
+            factor = self._event_signals(e, scope, trust)
+            if factor is not None:
+                score = candidates[("event", e.id)].fused(self.rc) * factor
                 scored.append(Scored(score, True, e.id, e))
         if scope.related and self.rc.context_weight > 0 and self.rc.context_seeds > 0:
             scored = self._with_context(reader, scored, candidates, scope, trust)
