@@ -30,10 +30,12 @@ import argparse
 import gc
 import json
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 import numpy as np
 from dense_data import BLOCK_ROWS, DIM, DenseWorld
 
@@ -41,6 +43,7 @@ from hlmem.index import AnnParams, VectorIndex
 from hlmem.lang import DEFAULT_DIM, LocalEmbedder
 from hlmem.memory import Memory
 from hlmem.recall import Recaller
+from hlmem.recall.query_vector import CACHE_SIZE
 from hlmem.store import sqlite_module
 
 MODEL = "bench/e5-like-synthetic"
@@ -146,13 +149,42 @@ class QueryVectors:
         return self.table[text], None
 
 
-def install(mem: Memory, index: VectorIndex, table: dict[str, Matrix]) -> None:
-    """Point ``mem``'s recaller at the dense model: its index and its query vectors."""
+class E5QueryVectors(QueryVectors):
+    """Bench-only: what a question costs with e5, the table's vector for the search. Each
+    question is embedded by multilingual-e5-small as recall embeds it (``QueryVectors``: on a
+    worker thread, the last :data:`hlmem.recall.query_vector.CACHE_SIZE` kept), then the search
+    gets the table's dense vector, since the stored vectors are synthetic. ``forget()``
+    empties the cache: a round after it embeds every question once."""
+
+    def __init__(self, table: dict[str, Matrix], embedder: Any) -> None:
+        super().__init__(table)
+        self.e5 = embedder
+        self._seen: OrderedDict[str, None] = OrderedDict()
+
+    def forget(self) -> None:
+        self._seen.clear()
+
+    async def vector(self, text: str, *, namespace: str) -> tuple[Matrix, None]:
+        if text in self._seen:
+            self._seen.move_to_end(text)
+        else:
+            await anyio.to_thread.run_sync(self.e5.embed_query, text)
+            self._seen[text] = None
+            if len(self._seen) > CACHE_SIZE:
+                self._seen.popitem(last=False)
+        return self.table[text], None
+
+
+def install(
+    mem: Memory, index: VectorIndex, table: dict[str, Matrix], stand_in: QueryVectors | None = None
+) -> None:
+    """Point ``mem``'s recaller at the dense model: its index and its query vectors (the
+    table's, or ``stand_in``)."""
     if mem._recaller is None:  # bench: peek (the memory makes its recaller at the first recall)
         mem._recaller = Recaller(mem.store, mem.config, mem._gateway)
     recaller = mem._recaller
     recaller.index = index
-    stand_in = QueryVectors(table)
+    stand_in = stand_in or QueryVectors(table)
     if hasattr(recaller, "query_vectors"):
         recaller.query_vectors = stand_in
     else:
