@@ -63,17 +63,7 @@ async def replay(db: Path, convs: list[Conversation]) -> None:
     cfg = hlmem.load_config(env={}, overrides={"maintenance": {"enabled": False}})
     async with hlmem.open(db, config=cfg) as mem:
         for conv in convs:
-            await mem.add_events(
-                {
-                    "session_id": t.session,
-                    "role": t.role,
-                    "content": t.text,
-                    "occurred_at": t.at,
-                    "namespace": conv.id,
-                    "session_kind": "batch",
-                }
-                for t in conv.turns
-            )
+            await mem.add_events(eval_data.as_events(conv))
         await mem.flush()
         await mem.drain()
 

@@ -16,6 +16,7 @@ import json
 import lzma
 import re
 from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
@@ -385,3 +386,27 @@ def load_memdaily(path: Path = DEFAULT_PATHS["memdaily"]) -> Dataset:
 
 
 LOADERS = {"locomo": load_locomo, "longmemeval": load_longmemeval, "memdaily": load_memdaily}
+
+
+def as_events(
+    conv: Conversation,
+    turns: Iterable[Turn] | None = None,
+    *,
+    ids: Callable[[Turn], str] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """``turns`` (by default every turn of ``conv``) as ``Memory.add_events`` items: one
+    namespace per conversation, batch history (``session_kind "batch"``), the speaker in the
+    metadata, and an event id of ``ids(turn)`` when given."""
+    for t in conv.turns if turns is None else turns:
+        event: dict[str, Any] = {
+            "session_id": t.session,
+            "role": t.role,
+            "content": t.text,
+            "occurred_at": t.at,
+            "namespace": conv.id,
+            "session_kind": "batch",
+            "metadata": {"speaker": t.speaker},
+        }
+        if ids is not None:
+            event["event_id"] = ids(t)
+        yield event

@@ -255,19 +255,7 @@ async def replay(mem: hlmem.Memory, clock: hlmem.Clock, conv: Conversation) -> N
     for batch in replay_batches(conv.turns):
         if isinstance(clock, hlmem.ManualClock):
             clock.set(batch[-1].at)
-        await mem.add_events(
-            {
-                "session_id": t.session,
-                "role": t.role,
-                "content": t.text,
-                "occurred_at": t.at,
-                "event_id": event_id(conv, t.id),
-                "namespace": conv.id,
-                "session_kind": "batch",
-                "metadata": {"speaker": t.speaker},
-            }
-            for t in batch
-        )
+        await mem.add_events(eval_data.as_events(conv, batch, ids=lambda t: event_id(conv, t.id)))
     await mem.flush(namespace=conv.id)
     await mem.drain()
 

@@ -69,17 +69,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         plain_cfg, expand_cfg = configs(sim.base_url, args)
         started = time.perf_counter()
         async with hlmem.open(db, config=plain_cfg) as mem:
-            await mem.add_events(
-                {
-                    "session_id": t.session,
-                    "role": t.role,
-                    "content": t.text,
-                    "occurred_at": t.at,
-                    "namespace": conv.id,
-                    "session_kind": "batch",
-                }
-                for t in conv.turns
-            )
+            await mem.add_events(eval_data.as_events(conv))
             await mem.flush()
             await mem.drain(timeout_s=600)
         print(
