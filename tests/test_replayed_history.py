@@ -20,6 +20,7 @@ from test_cli import hlmem_process, jsonl, ok_json
 
 import hlmem
 from hlmem.clock import ManualClock
+from hlmem.gateway.ops import ops_report, parse_since
 from hlmem.memory import Memory
 from hlmem.messages import Claim
 
@@ -218,3 +219,13 @@ async def test_an_older_event_replayed_late_never_overrides_the_newer_fact(
         at(2024, 8, 1),
     )
     assert old.valid_to == at(2024, 8, 1)
+
+
+async def test_the_ops_report_counts_what_a_replay_wrote_today(db_path: Path) -> None:
+    """Cost per claim divides by the claims written in the window, whenever they were told."""
+    cfg = fast_config()
+    async with hlmem.open(db_path, config=cfg, clock=ManualClock(REPLAYED)) as mem:
+        await replay(mem, LOGS["zh"].lines)
+        report = await ops_report(mem.store, cfg, since=parse_since("24h"), clock=mem.clock)
+        claims = await mem.claims(history=True)
+    assert (report.events, report.claims) == (4, len(claims)) == (4, 4)
