@@ -51,6 +51,7 @@ class Question:
     category: str
     gold: tuple[str, ...]  # ids of evidence turns of the same conversation; never empty
     asked_at: datetime | None = None
+    answer: str = ""  # the dataset's answer, as written (LoCoMo: empty for category 5)
 
 
 @dataclass(frozen=True)
@@ -250,6 +251,7 @@ def load_locomo(
                     text=str(qa["question"]),
                     category=category,
                     gold=gold,
+                    answer=str(qa.get("answer", "")),
                 )
             )
         conversations.append(
@@ -319,6 +321,7 @@ def load_longmemeval(
                     category="abstention" if is_abs else str(item["question_type"]),
                     gold=tuple(gold),
                     asked_at=parse_timestamp(str(item["question_date"])),
+                    answer=str(item.get("answer", "")),
                 ),
             )
         conversations.append(Conversation(qid, _replay_order(turns), questions))
@@ -379,6 +382,7 @@ def load_memdaily(path: Path = DEFAULT_PATHS["memdaily"]) -> Dataset:
                         category=category,
                         gold=gold,
                         asked_at=parse_timestamp(str(asked), tz=CHINA) if asked else None,
+                        answer=str(qa["answer"]),
                     )
                 )
             conversations.append(Conversation(conv_id, _replay_order(turns), tuple(questions)))

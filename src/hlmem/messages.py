@@ -304,8 +304,8 @@ class Candidate(_Frozen):
     key: str
     namespace: str
     draft: ClaimDraft
-    #: recorded time: when the agent learned it (the telling event's ingestion time, or its own
-    #: timestamp for replayed history)
+    #: recorded time: when the agent was told it (the telling event's ``occurred_at``, never
+    #: later than its ingestion, so replayed history keeps its times)
     recorded_at: AwareDatetime
     source: Literal["extraction", "remember", "import"] = "extraction"
     extractor: str = ""

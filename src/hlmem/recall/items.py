@@ -163,9 +163,10 @@ def claim_visible(r: CandidateClaim, parsed: QueryParse, now: datetime) -> bool:
 
 
 def event_visible(r: CandidateEvent, parsed: QueryParse) -> bool:
-    """Whether an event was told by the time the query asks about; in current recall its
-    claims also speak for it (:func:`claims_say_history`, asked apart)."""
-    if parsed.as_of is not None and r.recorded_at > iso(parsed.as_of):
+    """Whether an event was told by the time the query asks about (its ``occurred_at``, never
+    later than its ingestion: a replayed log keeps its times, as its claims do); in current
+    recall its claims also speak for it (:func:`claims_say_history`, asked apart)."""
+    if parsed.as_of is not None and min(r.occurred_at, r.recorded_at) > iso(parsed.as_of):
         return False  # not yet told then
     if parsed.period_end is not None:
         return True  # said after the period the query names: ranked lower (said_after_period)

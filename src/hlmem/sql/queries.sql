@@ -309,7 +309,8 @@ FROM provider_calls WHERE created_at >= ?;
 SELECT count(*) FROM events WHERE recorded_at >= ?;
 
 -- name: count_claims_since
-SELECT count(*) FROM claims WHERE recorded_at >= ?;
+-- Claims written since: a replayed log's claims are recorded at their old telling times.
+SELECT count(*) FROM claims WHERE coalesce(created_at, recorded_at) >= ?;
 
 -- name: budget_usage_periods
 SELECT period, namespace, amount FROM budget_usage

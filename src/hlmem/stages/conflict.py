@@ -15,8 +15,13 @@ For a pending claim N and the current (active) claim C of its timeline:
   = when N became true (valid time), and a ``supersessions`` row with the reason.
 - N's valid time starts before C's (a late-arriving event, or an old fact told late): N does
   **not** replace the newer fact. It goes into history, superseded by C from the moment it was
-  learned, valid until C (or the next claim on the timeline) began; a claim whose validity it
+  learned (or, in a replayed log, from when the first newer fact was told, if that came after
+  it), valid until C (or the next claim on the timeline) began; a claim whose validity it
   interrupts ends where N begins.
+
+Recorded times are telling times (the extractor's ``learned_at``: the event's ``occurred_at``,
+never later than its ingestion), so a replayed log's supersede chain follows when the agent
+was told, not when the replay ran; a claim is never retracted before it was recorded.
 
 A user correction (:mod:`hlmem.lifecycle.correct`) always becomes current: it supersedes the claim
 it corrects (named by its event) with the reason ``user correction: ...``, never takes the
@@ -177,9 +182,12 @@ class Conflict(Stage[None]):
             f"late: valid from {new.starts[:10]}, before the current claim "
             f"(valid from {current.starts[:10]}); the newer fact stays"
         )
+        # Believed from when it was told until the agent was first told of a newer fact: in a
+        # replayed log the newer fact may have been told after it, though ingested before.
+        retracted = max(new.recorded_at, min(t.recorded_at for t in later))
         tx.execute(
             "supersede_claim",
-            {"old": new.id, "new": current.id, "at": new.recorded_at, "valid_end": valid_end},
+            {"old": new.id, "new": current.id, "at": retracted, "valid_end": valid_end},
         )
         tx.execute("insert_supersession", (new.id, current.id, reason, now))
         self._cut_previous(tx, timeline, new)
@@ -190,9 +198,11 @@ class Conflict(Stage[None]):
     ) -> None:
         """``old`` superseded at ``new``'s clocks, by ``by`` (default: ``new`` itself)."""
         successor = by or new.id
+        # never retracted before it was recorded (a replay may place a claim told earlier)
+        retracted = max(new.recorded_at, old.recorded_at)
         tx.execute(
             "supersede_claim",
-            {"old": old.id, "new": successor, "at": new.recorded_at, "valid_end": new.starts},
+            {"old": old.id, "new": successor, "at": retracted, "valid_end": new.starts},
         )
         tx.execute("insert_supersession", (old.id, successor, reason, now))
         tx.execute("invalidate_observations", {"now": now, "claim_id": old.id})

@@ -61,8 +61,6 @@ from hlmem.messages import (
     EmbedClaims,
     Job,
     JobKind,
-    OriginClass,
-    SessionKind,
     WindowClosed,
     WindowText,
     window_from,
@@ -71,11 +69,6 @@ from hlmem.rules import NAME as RULES_NAME
 from hlmem.rules import RulesExtractor
 from hlmem.stages.base import CpuHelper, Stage
 from hlmem.store import Store, SyncTx
-
-#: origins and session kinds whose events are replayed history: a claim's recorded time is
-#: then the event's own timestamp, not the time hlmem ingested it
-REPLAYED_ORIGINS = frozenset({OriginClass.IMPORTED.value})
-REPLAYED_KINDS = frozenset({SessionKind.BATCH.value})
 
 #: the extractor name recorded for a window with nothing worth a call (no admitted user turn
 #: that could hold a memory): processed, exactly once, for free
@@ -94,8 +87,6 @@ class _Source:
 
     occurred: str
     recorded: str
-    origin_class: str
-    session_kind: str
     decision: admission.Decision
 
     @cached_property
@@ -108,9 +99,11 @@ class _Source:
 
     @property
     def learned_at(self) -> datetime:
-        """Recorded time of what this event tells: when the agent learned it."""
-        replayed = self.origin_class in REPLAYED_ORIGINS or self.session_kind in REPLAYED_KINDS
-        return min(self.occurred_at, self.recorded_at) if replayed else self.recorded_at
+        """Recorded time of what this event tells: when the agent was told it, the event's own
+        ``occurred_at``, never later than its ingestion. A log replayed long after (whatever its
+        origin or session kind) keeps its belief history; a timestamp in the future (clock skew)
+        counts from ingestion; and neither depends on when the pipeline got round to it."""
+        return min(self.occurred_at, self.recorded_at)
 
 
 @dataclass
@@ -294,8 +287,6 @@ class Extractor(Stage[Extracted]):
                 source = sources[r["event_id"]] = _Source(
                     occurred=r["occurred_at"],
                     recorded=r["recorded_at"],
-                    origin_class=origin_class,
-                    session_kind=session_kind,
                     decision=self._source_decision(origin_class, session_kind),
                 )
             if source.decision.sends_to_extraction:
