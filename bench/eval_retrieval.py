@@ -13,8 +13,8 @@ last turn, so an event is recorded at most a minute after it was said, as it wou
 agent that lived through the conversation, and every stage's own time stamps fall inside the
 conversation's days (each conversation is flushed and drained before the clock moves to the
 next one's). With the machine's clock every event would be recorded today, after every
-question: a question about belief ("what did I think in May": ``as_of``) would see no event,
-and only claims would have an age for ranking. Then, once every conversation is in, each
+question, and recall would rank every event as equally recent (claims and ``as_of`` follow
+the telling time, ``occurred_at``, whatever the clock). Then, once every conversation is in, each
 question is asked at its own time: LongMemEval's ``question_date``, MemDaily's question
 ``time``; LoCoMo gives none, so its questions are asked :data:`LOCOMO_ASKED_AFTER` after the
 conversation's last turn. "Last year" in a question resolves against that time.
