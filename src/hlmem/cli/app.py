@@ -241,13 +241,8 @@ async def cmd_recall(args: argparse.Namespace, cfg: Config) -> int:
     text = "\n".join(lines) or "nothing recalled"
     out(
         args,
-        {
-            "query": result.query.model_dump(mode="json"),
-            "items": [i.model_dump(mode="json") for i in result.items],
-            "packet": result.packet,
-            "tokens": result.tokens,
-            "degraded": result.degraded,
-        },
+        # the versioned RecallResult (schema_version; its shape: hlmem.recall)
+        result.model_dump(mode="json"),
         text if result.degraded is None else f"(full text only: {result.degraded})\n{text}",
     )
     return 0

@@ -3,7 +3,9 @@
 1. The query is understood (:mod:`hlmem.recall.understanding`): mode (current / history), ``as_of``,
    ``valid_at``, entities, subject.
 2. Candidates: jieba-segmented FTS5 (:mod:`hlmem.index.fts`) and an exact vector scan
-   (:mod:`hlmem.index.vectors`) over claims **and** events of the namespace. With the entity
+   (:mod:`hlmem.index.vectors`) over claims **and** events of the namespace, and the claims of
+   the speaker's slots the question names (channel "slot": "我住在哪？" → ``location``,
+   :mod:`hlmem.recall.slots`), which share no word with it. With the entity
    constraint (``enforce``) a query naming a known entity only considers memories about it, and
    the restriction is applied before each channel's candidate limit.
 3. Reciprocal rank fusion: ``sum(1 / (rrf_k + rank))`` over the channels that found an item.
@@ -17,7 +19,12 @@
    utility, weighted by ``recall.weight_*``); equivalent claims (same slot, value and polarity)
    fold into one.
 6. The context packet: claims with their times and short evidence quotes first, then events,
-   within the token budget.
+   within the token budget (``truncated`` when it left some out); a claim of a volatile slot
+   with old evidence says "as of <date>".
+7. Answerability (:func:`answerability`): ``supported``, ``low_confidence`` or ``no_evidence``.
+
+With the asking ``session_id``, what that session said within ``recall.echo_window_s`` is
+left out (echo suppression): an event said there, and a claim all of whose evidence was.
 
 This module finds and scores the candidates (the :class:`Recaller`); what of them is shown and
 how (rows, visibility by mode and time, folding, the items and the packet) is in
@@ -30,15 +37,15 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, cast
 
 import anyio
 
-from hlmem.claims import SourcePolicy, untrusted_rule
+from hlmem.claims import SPEAKER, SourcePolicy, slot_key, untrusted_rule
 from hlmem.claims import activation as lifecycle
-from hlmem.clock import parse_iso
+from hlmem.clock import iso, parse_iso
 from hlmem.config import Config, RecallConfig
 from hlmem.gateway import Gateway
 from hlmem.index import (
@@ -52,8 +59,17 @@ from hlmem.index import (
     model_identity,
     rare_terms_sync,
 )
-from hlmem.lang import query_terms, scrub, secret_kind, segment, spelled_apart
+from hlmem.lang import (
+    load_lexicon,
+    new_id,
+    query_terms,
+    scrub,
+    secret_kind,
+    segment,
+    spelled_apart,
+)
 from hlmem.messages import (
+    Answerability,
     QueryParse,
     RecallItem,
     RecallMode,
@@ -65,6 +81,7 @@ from hlmem.recall.items import (
     Candidate,
     CandidateClaim,
     CandidateEvent,
+    EvidenceLink,
     Redactions,
     Scored,
     claim_item,
@@ -130,6 +147,8 @@ class _Plan:
     allow: set[str] | None
     strict: bool
     vector_head: Any
+    #: the claims of the slots the question names (channel "slot"), active first
+    slot_claims: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +160,21 @@ class _Scope:
     now: datetime
     include_untrusted: bool
     related: bool = True  # context may join (Recaller.recall)
+    query_id: str = ""
+    #: echo suppression: the asking session, and the earliest time (ISO) of what it said
+    #: that is left out (None: nothing is)
+    session_id: str | None = None
+    echo_after: str | None = None
+
+    def echoes(self, session_id: str | None, occurred_at: str | None) -> bool:
+        """Whether what ``session_id`` said at ``occurred_at`` is the asking session's own
+        recent words (:data:`recall.echo_window_s`)."""
+        return (
+            self.echo_after is not None
+            and session_id == self.session_id
+            and occurred_at is not None
+            and occurred_at >= self.echo_after
+        )
 
 
 @dataclass
@@ -165,6 +199,8 @@ _UNRANKED = 0.05
 CONTEXT = "context"
 #: the channel of what the words of the best full-text hits found (:meth:`Recaller._full_text`)
 FEEDBACK = "feedback"
+#: the channel of the claims of the slots a question names (:mod:`hlmem.recall.slots`)
+SLOT = "slot"
 #: the characters of a feedback seed's text its words are taken from
 _FEEDBACK_CHARS = 600
 #: the channels that find what the query's own words do not (Recaller._related_secret)
@@ -197,6 +233,8 @@ def _channel_weight(rc: RecallConfig, channel: str) -> float:
         return rc.entity_weight
     if channel == FEEDBACK:
         return rc.feedback_weight
+    if channel == SLOT:
+        return rc.slot_weight
     return rc.expansion_weight  # expansion:<n>:<fts|vector>
 
 
@@ -212,6 +250,8 @@ class Recaller:
         # query expansion's (recall.expand_provider); None: off
         self.expander = gateway if self.rc.expand_provider else None
         self.policy = SourcePolicy.from_config(cfg.admission)
+        # the predicates a question may name (hlmem.recall.slots): the extractor's lexicon
+        self.lexicon = load_lexicon(cfg.extractor.lexicon_paths)
         self._segmenter_ready = False  # jieba's dictionary is loaded (by a first query)
         self._holds_secret: dict[str, bool] = {}  # event id -> holds a secret (_related_secret)
         self.term_counts = TermCounts()  # used on the reader thread only
@@ -246,10 +286,12 @@ class Recaller:
         budget_tokens: int | None,
         include_untrusted: bool,
         related: bool = True,
+        session_id: str | None = None,
     ) -> RecallResult:
         """``related``: whether context (the turns around the best events) and feedback (what
         the best hits' other words find) join the candidates; a forget by query looks up only
-        what its words name."""
+        what its words name. ``session_id``: the asking session, whose words of the last
+        ``recall.echo_window_s`` are left out."""
         query = await self._prepare(text, related=related)
         found = _Found()
         # Every read of the reader connection is a hop to its thread (and back), which costs
@@ -277,7 +319,17 @@ class Recaller:
         parsed = decided.parsed
         candidates = self._fuse(found, decided)
         reranked = False
-        scope = _Scope(namespace, parsed, now, include_untrusted, related)
+        echo = self.rc.echo_window_s
+        scope = _Scope(
+            namespace,
+            parsed,
+            now,
+            include_untrusted,
+            related,
+            query_id=new_id("q"),
+            session_id=session_id,
+            echo_after=iso(now - timedelta(seconds=echo)) if session_id and echo > 0 else None,
+        )
         if self.gateway is None:
             items = await self._items(candidates, found, scope, k)
         else:  # the reranker reorders the best rerank_candidates, then the first k are kept
@@ -286,8 +338,11 @@ class Recaller:
             items, reranked = await rerank(self.gateway, self.rc, text, items, namespace=namespace)
             items = items[:k]
         budget = budget_tokens or self.rc.budget_tokens
-        packet_text, tokens = packet(items, budget, self.rc.quote_chars)
+        packet_text, tokens, truncated = packet(items, budget, self.rc.quote_chars)
         return RecallResult(
+            query_id=scope.query_id,
+            answerability=answerability(items, parsed, self.rc.supported_score),
+            truncated=truncated,
             query=parsed,
             items=tuple(items),
             packet=packet_text,
@@ -343,11 +398,31 @@ class Recaller:
             )
         ]
         parsed = query_mod.parse(
-            text, now, known_entities=known, mode=mode, as_of=as_of, valid_at=valid_at
+            text,
+            now,
+            known_entities=known,
+            mode=mode,
+            as_of=as_of,
+            valid_at=valid_at,
+            lexicon=self.lexicon if self.rc.slot_weight > 0 else None,
         )
         allow = self._entity_allow(reader, namespace, parsed)
         strict = allow is not None and self.rc.entity_constraint == "enforce"
-        decided = _Plan(parsed, allow, strict, head)
+        slot_claims: tuple[str, ...] = ()
+        if parsed.slots:
+            keys = [slot_key(namespace, SPEAKER, p) for p in parsed.slots]
+            slot_claims = tuple(
+                r["id"]
+                for r in reader.fetchall(
+                    "recall_slot_claims",
+                    {
+                        "namespace": namespace,
+                        "slots": json.dumps(keys),
+                        "limit": self.rc.slot_candidates,
+                    },
+                )
+            )
+        decided = _Plan(parsed, allow, strict, head, slot_claims)
         into.append(decided)
         return decided
 
@@ -527,6 +602,10 @@ class Recaller:
                 cand = out.setdefault((hit.kind, hit.item_id), _Candidate(hit.kind, hit.item_id))
                 cand.ranks[channel] = rank
                 cand.scores[channel] = rel
+        for rank, claim_id in enumerate(decided.slot_claims, 1):
+            cand = out.setdefault(("claim", claim_id), _Candidate("claim", claim_id))
+            cand.ranks[SLOT] = rank
+            cand.scores[SLOT] = 1.0
         if decided.allow is not None and self.rc.entity_constraint == "prefer":
             for cand in out.values():
                 if cand.id in decided.allow:
@@ -623,6 +702,8 @@ class Recaller:
         keys = fold_keys(scored)
         shown = first_claims(scored, keys, k)  # every claim item is one of these
         evidence = evidence_links(reader, shown, self.rc.evidence_per_item) if shown else {}
+        if scope.echo_after is not None:
+            scored, evidence = self._without_echoes(reader, scored, keys, evidence, scope, k)
         if claims_speak(parsed):
             scored = without_history_events(reader, scored, keys, evidence, k)
         redacted, quote_chars = Redactions(), self.rc.quote_chars
@@ -631,22 +712,56 @@ class Recaller:
             cand = candidates[("event" if is_event else "claim", item_id)]
             channels = tuple(sorted({c.partition(":")[0] for c in cand.ranks}))
             if is_event:
-                items.append(
-                    event_item(r, score, channels, trust[item_id], folded, redacted, quote_chars)
-                )
+                item = event_item(r, score, channels, trust[item_id], folded, redacted, quote_chars)
             else:
-                items.append(
-                    claim_item(
-                        r,
-                        score,
-                        channels,
-                        evidence.get(item_id, []),
-                        folded,
-                        redacted,
-                        quote_chars,
-                    )
-                )
+                links = evidence.get(item_id, [])
+                item = claim_item(r, score, channels, links, folded, redacted, quote_chars)
+                item = item.model_copy(update={"as_of": self._stale_since(item, now)})
+            items.append(item.model_copy(update={"feedback_id": f"{scope.query_id}:{item_id}"}))
         return items
+
+    def _without_echoes(
+        self,
+        reader: SyncReader,
+        scored: list[Scored],
+        keys: dict[str, tuple[Any, ...]],
+        evidence: dict[str, list[EvidenceLink]],
+        scope: _Scope,
+        k: int,
+    ) -> tuple[list[Scored], dict[str, list[EvidenceLink]]]:
+        """``scored`` without the claims that would be shown all of whose evidence the asking
+        session said within the echo window (its events are left out by
+        :meth:`_event_signals`), and the evidence of the claims shown in their place. Only
+        the links shown carry a session (the first and the latest ``evidence_per_item`` - 1):
+        a claim told again elsewhere in between, and never since, is taken as an echo."""
+        dropped: set[str] = set()
+        while True:
+            shown = first_claims(scored, keys, k)
+            missing = [c for c in shown if c not in evidence]
+            if missing:
+                evidence |= evidence_links(reader, missing, self.rc.evidence_per_item)
+            echoed = {
+                c
+                for c in shown
+                if evidence.get(c)
+                and all(scope.echoes(e.session_id, e.occurred_at) for e in evidence[c] if e.shown)
+            }
+            if not echoed:
+                return scored, evidence
+            dropped |= echoed
+            scored = [s for s in scored if s.is_event or s.id not in dropped]
+
+    def _stale_since(self, item: RecallItem, now: datetime) -> datetime | None:
+        """When the latest evidence of a claim of a volatile slot was said, if that is older
+        than ``recall.freshness_days`` (the packet says "as of" it); else None."""
+        if item.predicate is None or not item.evidence:
+            return None
+        if not self.lexicon.is_volatile(item.predicate):
+            return None
+        latest = max(e.occurred_at for e in item.evidence)
+        if (now - latest).total_seconds() <= self.rc.freshness_days * 86400:
+            return None
+        return latest
 
     def _related_secret(self, ranks: dict[str, int], e: CandidateEvent) -> bool:
         """Whether ``e`` holds a secret and only context or feedback found it: an event with a
@@ -673,6 +788,8 @@ class Recaller:
         trusted = untrusted_rule(self.policy, e.origin_class, e.session_kind) is None
         if not (trusted or scope.include_untrusted) or not event_visible(e, scope.parsed):
             return None
+        if scope.echoes(e.session_id, e.occurred_at):
+            return None  # the asking session's own words, a moment ago
         trust[e.id] = trusted
         signals = self._signals(_EVENT_IMPORTANCE, e.recorded_at, 0.0, 0.0, scope.now)
         if said_after_period(e, scope.parsed):
@@ -741,3 +858,19 @@ class Recaller:
             + rc.weight_activation * act
             + rc.weight_utility * util
         )
+
+
+def answerability(
+    items: Sequence[RecallItem], parsed: QueryParse, supported: float
+) -> Answerability:
+    """What the items say of the question: "supported" when one is a claim of a slot the
+    question names, visible at the time asked (a current claim, for a question about now), or
+    scores at least ``supported`` (``recall.supported_score``); "low_confidence" when there are
+    items, none such; "no_evidence" when there are none."""
+    if not items:
+        return "no_evidence"
+    if any(i.kind == "claim" and SLOT in i.channels for i in items):
+        return "supported"
+    if max(i.score for i in items) >= supported:
+        return "supported"
+    return "low_confidence"

@@ -98,3 +98,22 @@ SELECT json_group_array(json_array(seed, id)) FROM (
             ORDER BY n.seq LIMIT 1)
     FROM events s WHERE s.id IN (SELECT value FROM json_each(:seeds)) AND +s.namespace = :namespace
 ) WHERE id IS NOT NULL;
+
+-- name: recall_slot_claims
+-- The claims of the slots a question names (hlmem.recall.slots; JSON array of slot keys),
+-- the active ones first, then the newest: one claims_slot index range per slot. Any status
+-- recall shows (it filters by mode and time); at most :limit (recall.slot_candidates).
+SELECT id FROM claims
+WHERE namespace = :namespace AND slot_key IN (SELECT value FROM json_each(:slots))
+  AND status IN ('active', 'superseded', 'archived')
+ORDER BY status = 'active' DESC, recorded_at DESC, id
+LIMIT :limit;
+
+-- name: recall_event_feedback
+-- Feedback on a recalled event (Memory.feedback with an event item's feedback_id): its
+-- utility moves toward +1 (useful) or -1 (not useful), as a claim's does (recall_feedback).
+-- Events are immutable: the utility lives beside them, and goes with them (ON DELETE CASCADE).
+INSERT INTO event_feedback (event_id, utility, updated_at)
+SELECT id, max(-1.0, min(1.0, :delta)), :now FROM events WHERE id = :id
+ON CONFLICT (event_id) DO UPDATE
+SET utility = max(-1.0, min(1.0, utility + :delta)), updated_at = :now;
