@@ -1,8 +1,8 @@
 """What a recall result says about itself, and two rules on what it hands back.
 
-- **Answerability**: ``supported`` (a current claim of the slot the question names, or evidence
-  scored above ``recall.supported_score``), ``low_confidence`` (something, weakly), or
-  ``no_evidence`` (nothing).
+- **Answerability**: ``supported`` (a current claim of the slot the question names, or an item
+  holding ``recall.supported_coverage`` of the question's search terms), ``low_confidence``
+  (something, weakly), or ``no_evidence`` (nothing).
 - **A versioned packet**: a ``schema_version``, a ``query_id`` per recall, ``truncated`` when
   the token budget dropped items, and a ``feedback_id`` per item that ``mem.feedback``
   accepts (a claim's id still works).
@@ -76,15 +76,15 @@ async def test_a_current_claim_of_the_asked_slot_is_supported(db_path: Path, lan
 @pytest.mark.parametrize(
     ("said", "question"),
     [
-        ("现在住的酒店隔音很差，晚上总被吵醒。", "我现在住在哪？"),
-        ("Now that I live closer to the gym, I go there most mornings.", "where do I live now?"),
+        ("最近工作太忙了，现在每天都加班。", "我现在住在哪个城市？"),
+        ("Work is busy now, I stay late most days.", "which city do I live in now?"),
     ],
 )
 async def test_a_slot_question_with_only_weak_matches_is_low_confidence(
     db_path: Path, said: str, question: str
 ) -> None:
-    """Something is found (the words of an event), but no claim of the slot, and nothing
-    scores above ``recall.supported_score``."""
+    """Something is found (a word of an event), but no claim of the slot, and no item holds
+    ``recall.supported_coverage`` of the question's terms."""
     async with hlmem.open(db_path, config=config(), clock=ManualClock(T0)) as mem:
         await mem.add_event("chat", said, occurred_at=T0)
         await mem.end_session("chat")
@@ -171,6 +171,34 @@ async def test_feedback_ids_move_utility_and_claim_ids_still_work(db_path: Path)
             scalar(db_path, "SELECT utility FROM event_feedback WHERE event_id = ?", (event.id,))
             == 0.25
         )
+
+
+@pytest.mark.parametrize(
+    ("said", "question"),
+    [
+        ("今天天气不错，我们去公园散步吧。", "公园散步"),
+        ("The weather is lovely, let's walk in the park.", "walk in the park"),
+    ],
+)
+async def test_feedback_on_an_event_item_is_kept_beside_it_and_forgotten_with_it(
+    db_path: Path, said: str, question: str
+) -> None:
+    async with hlmem.open(db_path, config=config(), clock=ManualClock(T0)) as mem:
+        event_id = await mem.add_event("chat", said, occurred_at=T0)
+        await mem.end_session("chat")
+        await mem.drain(timeout_s=30)
+        before = await mem.recall(question)
+        item = next(i for i in before.items if i.kind == "event" and i.id == event_id)
+        await mem.feedback(item.feedback_id, useful=True)
+        after = await mem.recall(question)
+        utility = scalar(
+            db_path, "SELECT utility FROM event_feedback WHERE event_id = ?", (event_id,)
+        )
+        score = next(i.score for i in after.items if i.id == event_id)
+        await mem.forget(event_id=event_id)
+    assert utility == 0.25
+    assert score > item.score  # feedback ranks it higher, as a claim's does
+    assert scalar(db_path, "SELECT count(*) FROM event_feedback") == 0
 
 
 def test_cli_json_is_the_versioned_result(

@@ -401,9 +401,11 @@ class RecallConfig(_Section):
     budget_tokens: int = Field(2000, ge=50)
     quote_chars: int = Field(80, ge=10)
     # A result is "supported" (RecallResult.answerability) when it holds a current claim of
-    # the slot the question names, or an item scored at least this (calibrated on the dev
-    # data: bench/results/2026-12-02-answerability.md); otherwise "low_confidence".
-    supported_score: float = Field(1.8, ge=0)
+    # the slot the question names, or when one of its first three items holds at least this
+    # share of the question's search terms (calibrated on the dev data, where the fused score
+    # told answerable from unanswerable questions no better than chance:
+    # bench/results/2026-12-02-answerability.md); otherwise "low_confidence".
+    supported_coverage: float = Field(0.5, ge=0, le=1)
     # Echo suppression: with Memory.recall(session_id=...), what that session said within
     # this many seconds before the question (its events, and claims resting only on them) is
     # not handed back as a memory of it (0: off).

@@ -640,7 +640,8 @@ class RecallResult(_Frozen):
     #: down or too slow, a model not installed); None when both channels ran
     degraded: str | None = None
     #: "supported": a current claim of the slot the question names (any claim of it, for a
-    #: question about the past), or an item scored at least ``recall.supported_score``;
+    #: question about the past), or one of the first three items holding at least
+    #: ``recall.supported_coverage`` of the question's search terms;
     #: "low_confidence": items, none of them that; "no_evidence": no item
     answerability: Answerability = "no_evidence"
     #: the packet left out items to keep within the token budget

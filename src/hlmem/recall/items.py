@@ -75,6 +75,7 @@ class CandidateEvent(NamedTuple):
     origin_class: str
     session_kind: str
     content_hash: str  # of the normalised text
+    utility: float = 0.0  # feedback (event_feedback), -1..1, as a claim's
 
 
 class EvidenceLink(NamedTuple):

@@ -201,6 +201,8 @@ CONTEXT = "context"
 FEEDBACK = "feedback"
 #: the channel of the claims of the slots a question names (:mod:`hlmem.recall.slots`)
 SLOT = "slot"
+#: the first items whose terms answerability compares with the question's (term_coverage)
+_COVERAGE_ITEMS = 3
 #: the characters of a feedback seed's text its words are taken from
 _FEEDBACK_CHARS = 600
 #: the channels that find what the query's own words do not (Recaller._related_secret)
@@ -341,7 +343,7 @@ class Recaller:
         packet_text, tokens, truncated = packet(items, budget, self.rc.quote_chars)
         return RecallResult(
             query_id=scope.query_id,
-            answerability=answerability(items, parsed, self.rc.supported_score),
+            answerability=await self._answerability(items, parsed, query.terms),
             truncated=truncated,
             query=parsed,
             items=tuple(items),
@@ -720,6 +722,18 @@ class Recaller:
             items.append(item.model_copy(update={"feedback_id": f"{scope.query_id}:{item_id}"}))
         return items
 
+    async def _answerability(
+        self, items: Sequence[RecallItem], parsed: QueryParse, terms: Sequence[str]
+    ) -> Answerability:
+        """:func:`answerability`, the items' terms read on a worker thread when they are long
+        (jieba, as :meth:`_prepare`)."""
+        shown = items[:_COVERAGE_ITEMS]
+        if sum(len(i.text) for i in shown) <= _INLINE_CHARS:
+            coverage = term_coverage(terms, shown)
+        else:
+            coverage = await anyio.to_thread.run_sync(term_coverage, terms, shown)
+        return answerability(items, parsed, coverage, self.rc.supported_coverage)
+
     def _without_echoes(
         self,
         reader: SyncReader,
@@ -791,7 +805,7 @@ class Recaller:
         if scope.echoes(e.session_id, e.occurred_at):
             return None  # the asking session's own words, a moment ago
         trust[e.id] = trusted
-        signals = self._signals(_EVENT_IMPORTANCE, e.recorded_at, 0.0, 0.0, scope.now)
+        signals = self._signals(_EVENT_IMPORTANCE, e.recorded_at, 0.0, e.utility, scope.now)
         if said_after_period(e, scope.parsed):
             signals *= self.rc.after_period_weight
         if e.role == "assistant" and not scope.parsed.asks_assistant:
@@ -861,16 +875,33 @@ class Recaller:
 
 
 def answerability(
-    items: Sequence[RecallItem], parsed: QueryParse, supported: float
+    items: Sequence[RecallItem], parsed: QueryParse, coverage: float, supported: float
 ) -> Answerability:
     """What the items say of the question: "supported" when one is a claim of a slot the
     question names, visible at the time asked (a current claim, for a question about now), or
-    scores at least ``supported`` (``recall.supported_score``); "low_confidence" when there are
-    items, none such; "no_evidence" when there are none."""
+    when ``coverage`` (:func:`term_coverage`) is at least ``supported``
+    (``recall.supported_coverage``); "low_confidence" when there are items, none such;
+    "no_evidence" when there are none."""
     if not items:
         return "no_evidence"
-    if any(i.kind == "claim" and SLOT in i.channels for i in items):
+    if parsed.slots and any(i.kind == "claim" and SLOT in i.channels for i in items):
         return "supported"
-    if max(i.score for i in items) >= supported:
+    if coverage >= supported:
         return "supported"
     return "low_confidence"
+
+
+def term_coverage(terms: Sequence[str], items: Sequence[RecallItem]) -> float:
+    """The largest share of the question's search terms that one of the first
+    :data:`_COVERAGE_ITEMS` items holds. Unlike the fused score (each channel's relevance is
+    relative to its best hit, so some item always scores high), it says how much of the
+    question an item speaks to: on the dev data it told a question asked of its own
+    conversation from one asked of another far better (bench/eval_answerability.py)."""
+    asked = set(terms)
+    if not asked:
+        return 0.0
+    best = 0.0
+    for item in items[:_COVERAGE_ITEMS]:
+        held = asked.intersection(query_terms(item.text))
+        best = max(best, len(held) / len(asked))
+    return best

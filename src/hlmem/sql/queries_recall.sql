@@ -40,12 +40,13 @@ FROM (
 -- an event's claims are still believed is asked apart (recall_event_claims), and only for the
 -- events that could be shown: it walks each event's evidence and claims, which cost as much as
 -- the rows themselves. Packed (SyncReader.fetch_packed; every column is text), the fields of
--- hlmem.recall.items.CandidateEvent in its order. The content hash (of the normalised text)
--- last: events that say the same words fold into one item.
+-- hlmem.recall.items.CandidateEvent in its order. The content hash (of the normalised text):
+-- events that say the same words fold into one item; then the event's feedback utility
+-- (event_feedback; 0 without feedback).
 SELECT json_group_array(json_array(e.id, e.session_id, e.role, e.content, e.occurred_at,
                                    e.recorded_at, e.origin_class, e.session_kind,
-                                   e.content_hash))
-FROM events e
+                                   e.content_hash, coalesce(f.utility, 0.0)))
+FROM events e LEFT JOIN event_feedback f ON f.event_id = e.id
 WHERE e.id IN (SELECT value FROM json_each(?)) AND +e.namespace = ?;
 
 -- name: recall_event_claims
