@@ -244,3 +244,52 @@ async def test_without_a_slot_weight_the_question_finds_nothing(db_path: Path) -
     ) as mem:
         off = await mem.recall("我现在住在哪？", k=5)
     assert ("location", "佛山", "active") not in claims(off)
+
+
+@pytest.mark.parametrize(
+    ("question", "follow_up", "before", "now"),
+    [
+        ("我现在住在哪？", "之前呢？", ("广州", "用户在广州"), ("佛山", "用户在佛山")),
+        (
+            "where do I live now?",
+            "and before?",
+            ("Porto", "User is based in Porto"),
+            ("Lisbon", "User is based in Lisbon"),
+        ),
+    ],
+)
+async def test_a_bare_follow_up_in_a_session_asks_the_same_slot_about_before(
+    db_path: Path,
+    question: str,
+    follow_up: str,
+    before: tuple[str, str],
+    now: tuple[str, str],
+) -> None:
+    clock = ManualClock(T0)
+    async with hlmem.open(db_path, config=config(), clock=clock) as mem:
+        await mem.remember("user", "location", before[0], text=before[1])
+        await mem.drain(timeout_s=30)
+        clock.advance(timedelta(days=30).total_seconds())
+        await mem.remember("user", "location", now[0], text=now[1])
+        await mem.drain(timeout_s=30)
+        clock.advance(timedelta(days=30).total_seconds())
+        alone = await mem.recall(follow_up, session_id="chat-9")
+        first = await mem.recall(question, session_id="chat-9")
+        then = await mem.recall(follow_up, session_id="chat-9")
+        elsewhere = await mem.recall(follow_up, session_id="chat-10")
+    assert alone.query.slots == () and elsewhere.query.slots == ()
+    assert claims(first)[0] == ("location", now[0], "active")
+    assert then.query.slots == ("location",) and then.query.mode == "history"
+    assert ("location", before[0], "superseded") in claims(then)
+
+
+async def test_a_forget_by_query_never_plans_a_slots_claims(db_path: Path) -> None:
+    """A forget by query looks up only what its words name: "忘了我住在哪" shares no word
+    with "用户在佛山", and the slot channel does not bring it in."""
+    async with hlmem.open(db_path, config=config(), clock=ManualClock(T0)) as mem:
+        await mem.remember("user", "location", "佛山", text="用户在佛山")
+        await mem.drain(timeout_s=30)
+        plan = await mem.forget(query="我住在哪", dry_run=True)
+        recalled = await mem.recall("我住在哪")
+    assert claims(recalled)[0] == ("location", "佛山", "active")
+    assert plan.claim_ids == ()

@@ -203,6 +203,8 @@ FEEDBACK = "feedback"
 SLOT = "slot"
 #: the first items whose terms answerability compares with the question's (term_coverage)
 _COVERAGE_ITEMS = 3
+#: sessions whose last slot question is remembered for a follow-up (cleared when full)
+_SESSION_SLOTS = 10_000
 #: the characters of a feedback seed's text its words are taken from
 _FEEDBACK_CHARS = 600
 #: the channels that find what the query's own words do not (Recaller._related_secret)
@@ -254,6 +256,8 @@ class Recaller:
         self.policy = SourcePolicy.from_config(cfg.admission)
         # the predicates a question may name (hlmem.recall.slots): the extractor's lexicon
         self.lexicon = load_lexicon(cfg.extractor.lexicon_paths)
+        # (namespace, session) -> the slots its last slot question named (_follow_up)
+        self._session_slots: dict[tuple[str, str], tuple[str, ...]] = {}
         self._segmenter_ready = False  # jieba's dictionary is loaded (by a first query)
         self._holds_secret: dict[str, bool] = {}  # event id -> holds a secret (_related_secret)
         self.term_counts = TermCounts()  # used on the reader thread only
@@ -307,7 +311,17 @@ class Recaller:
         # constraint to come, measured no faster on two busy cores.)
         plan: list[_Plan] = []  # written and read on the reader thread only
         understand = partial(
-            self._understand, text, namespace, now, mode, as_of, valid_at, into=plan
+            self._understand,
+            text,
+            namespace,
+            now,
+            mode,
+            as_of,
+            valid_at,
+            into=plan,
+            # a forget by query plans only what its words name, never a slot's claims
+            slots=related and self.rc.slot_weight > 0,
+            session=(namespace, session_id) if session_id else None,
         )
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._full_text, query, namespace, plan, found)
@@ -387,10 +401,16 @@ class Recaller:
         reader: SyncReader,
         *,
         into: list[_Plan],
+        slots: bool = True,
+        session: tuple[str, str] | None = None,
     ) -> _Plan:
         """On the reader thread: the namespace's entities the query names, the query parsed
         with them, the ids the entity constraint allows and the vector index's head; also
-        appended to ``into``, where the full-text search queued behind finds it."""
+        appended to ``into``, where the full-text search queued behind finds it.
+
+        ``slots``: whether the speaker's slots the question names are looked up. In a
+        ``session`` (namespace, session id), a bare follow-up ("之前呢？", "and before?")
+        asks about the slots of the session's previous slot question."""
         head = reader.fetchall("vector_head")[0]
         known = [
             (r["name"], r["kind"])
@@ -406,8 +426,10 @@ class Recaller:
             mode=mode,
             as_of=as_of,
             valid_at=valid_at,
-            lexicon=self.lexicon if self.rc.slot_weight > 0 else None,
+            lexicon=self.lexicon if slots else None,
         )
+        if slots and session is not None:
+            parsed = self._follow_up(parsed, session)
         allow = self._entity_allow(reader, namespace, parsed)
         strict = allow is not None and self.rc.entity_constraint == "enforce"
         slot_claims: tuple[str, ...] = ()
@@ -427,6 +449,20 @@ class Recaller:
         decided = _Plan(parsed, allow, strict, head, slot_claims)
         into.append(decided)
         return decided
+
+    def _follow_up(self, parsed: QueryParse, session: tuple[str, str]) -> QueryParse:
+        """``parsed`` with the slots of the session's previous slot question when it is a
+        bare follow-up about another time (:func:`hlmem.recall.understanding.is_follow_up`);
+        remembers the slots of a question that names some. Bounded: cleared when full."""
+        if parsed.slots:
+            if len(self._session_slots) >= _SESSION_SLOTS:
+                self._session_slots.clear()
+            self._session_slots[session] = parsed.slots
+            return parsed
+        before = self._session_slots.get(session)
+        if before and query_mod.is_follow_up(parsed.text):
+            return parsed.model_copy(update={"slots": before})
+        return parsed
 
     def _entity_allow(
         self, reader: SyncReader, namespace: str, parsed: QueryParse

@@ -58,6 +58,13 @@ _ASSISTANT_SAID = re.compile(
     r"\bour (?:previous|last|earlier|past) (?:conversation|chat|discussion|talk)",
     re.IGNORECASE,
 )
+#: a bare follow-up about another time: "之前呢？", "那以前呢", "and before?", "previously?"
+_FOLLOW_UP = re.compile(
+    r"^\s*(?:那|那么)?(?:之前|以前|原来|过去|当初|先前|现在|目前)(?:呢|的呢|是什么|是哪)?\s*[?？。.!！]*\s*$|"
+    r"^\s*(?:and|what about|how about)?\s*(?:before|previously|earlier|now|before that)"
+    r"\s*[?.!]*\s*$",
+    re.IGNORECASE,
+)
 #: the longest entity name (normalised, in characters) a query is matched against
 MAX_NAME_CHARS = 32
 #: the most candidate names asked of the store in one statement (:func:`name_batches`)
@@ -114,6 +121,12 @@ def parse(
         asks_assistant=bool(_ASSISTANT_SAID.search(text)),
         slots=slots,
     )
+
+
+def is_follow_up(text: str) -> bool:
+    """Whether ``text`` only asks about another time than the question before it ("之前呢？",
+    "and before?"): it names no slot of its own, and means the previous question's."""
+    return bool(_FOLLOW_UP.match(text))
 
 
 def name_candidates(text: str) -> list[str]:
