@@ -2,8 +2,9 @@
 
 Query understanding (``understanding``: time intent, entities, subject), the :class:`Recaller`
 (``recaller``), what is shown of the ranked candidates (``items``: visibility, folding, the
-packet), the questions that name a slot of the speaker (``slots``), the optional reranker
-(``rerank``) and the activation boosts recall writes (``touches``).
+packet), the questions that name a slot of the speaker (``slots``), what a result says of
+itself and the echo and freshness rules (``answer``), the optional reranker (``rerank``) and
+the activation boosts recall writes (``touches``).
 
 The result's JSON shape (``RecallResult.model_dump(mode="json")``, ``hlmem recall --json``),
 version ``schema_version`` = :data:`hlmem.messages.RECALL_SCHEMA_VERSION` (2)::

@@ -21,7 +21,8 @@
 6. The context packet: claims with their times and short evidence quotes first, then events,
    within the token budget (``truncated`` when it left some out); a claim of a volatile slot
    with old evidence says "as of <date>".
-7. Answerability (:func:`answerability`): ``supported``, ``low_confidence`` or ``no_evidence``.
+7. Answerability (:mod:`hlmem.recall.answer`): ``supported``, ``low_confidence`` or
+   ``no_evidence``.
 
 With the asking ``session_id``, what that session said within ``recall.echo_window_s`` is
 left out (echo suppression): an event said there, and a claim all of whose evidence was.
@@ -76,12 +77,19 @@ from hlmem.messages import (
     RecallResult,
 )
 from hlmem.recall import understanding as query_mod
+from hlmem.recall.answer import (
+    COVERAGE_ITEMS,
+    SLOT,
+    answerability,
+    stale_since,
+    term_coverage,
+    without_echoes,
+)
 from hlmem.recall.expansion import expand
 from hlmem.recall.items import (
     Candidate,
     CandidateClaim,
     CandidateEvent,
-    EvidenceLink,
     Redactions,
     Scored,
     claim_item,
@@ -168,7 +176,7 @@ class _Scope:
 
     def echoes(self, session_id: str | None, occurred_at: str | None) -> bool:
         """Whether what ``session_id`` said at ``occurred_at`` is the asking session's own
-        recent words (:data:`recall.echo_window_s`)."""
+        recent words (``recall.echo_window_s``)."""
         return (
             self.echo_after is not None
             and session_id == self.session_id
@@ -199,10 +207,6 @@ _UNRANKED = 0.05
 CONTEXT = "context"
 #: the channel of what the words of the best full-text hits found (:meth:`Recaller._full_text`)
 FEEDBACK = "feedback"
-#: the channel of the claims of the slots a question names (:mod:`hlmem.recall.slots`)
-SLOT = "slot"
-#: the first items whose terms answerability compares with the question's (term_coverage)
-_COVERAGE_ITEMS = 3
 #: sessions whose last slot question is remembered for a follow-up (cleared when full)
 _SESSION_SLOTS = 10_000
 #: the characters of a feedback seed's text its words are taken from
@@ -741,7 +745,9 @@ class Recaller:
         shown = first_claims(scored, keys, k)  # every claim item is one of these
         evidence = evidence_links(reader, shown, self.rc.evidence_per_item) if shown else {}
         if scope.echo_after is not None:
-            scored, evidence = self._without_echoes(reader, scored, keys, evidence, scope, k)
+            scored, evidence = without_echoes(
+                reader, scored, keys, evidence, scope.echoes, k, self.rc.evidence_per_item
+            )
         if claims_speak(parsed):
             scored = without_history_events(reader, scored, keys, evidence, k)
         redacted, quote_chars = Redactions(), self.rc.quote_chars
@@ -754,7 +760,8 @@ class Recaller:
             else:
                 links = evidence.get(item_id, [])
                 item = claim_item(r, score, channels, links, folded, redacted, quote_chars)
-                item = item.model_copy(update={"as_of": self._stale_since(item, now)})
+                stale = stale_since(item, now, self.lexicon, self.rc.freshness_days)
+                item = item.model_copy(update={"as_of": stale})
             items.append(item.model_copy(update={"feedback_id": f"{scope.query_id}:{item_id}"}))
         return items
 
@@ -763,55 +770,12 @@ class Recaller:
     ) -> Answerability:
         """:func:`answerability`, the items' terms read on a worker thread when they are long
         (jieba, as :meth:`_prepare`)."""
-        shown = items[:_COVERAGE_ITEMS]
+        shown = items[:COVERAGE_ITEMS]
         if sum(len(i.text) for i in shown) <= _INLINE_CHARS:
             coverage = term_coverage(terms, shown)
         else:
             coverage = await anyio.to_thread.run_sync(term_coverage, terms, shown)
         return answerability(items, parsed, coverage, self.rc.supported_coverage)
-
-    def _without_echoes(
-        self,
-        reader: SyncReader,
-        scored: list[Scored],
-        keys: dict[str, tuple[Any, ...]],
-        evidence: dict[str, list[EvidenceLink]],
-        scope: _Scope,
-        k: int,
-    ) -> tuple[list[Scored], dict[str, list[EvidenceLink]]]:
-        """``scored`` without the claims that would be shown all of whose evidence the asking
-        session said within the echo window (its events are left out by
-        :meth:`_event_signals`), and the evidence of the claims shown in their place. Only
-        the links shown carry a session (the first and the latest ``evidence_per_item`` - 1):
-        a claim told again elsewhere in between, and never since, is taken as an echo."""
-        dropped: set[str] = set()
-        while True:
-            shown = first_claims(scored, keys, k)
-            missing = [c for c in shown if c not in evidence]
-            if missing:
-                evidence |= evidence_links(reader, missing, self.rc.evidence_per_item)
-            echoed = {
-                c
-                for c in shown
-                if evidence.get(c)
-                and all(scope.echoes(e.session_id, e.occurred_at) for e in evidence[c] if e.shown)
-            }
-            if not echoed:
-                return scored, evidence
-            dropped |= echoed
-            scored = [s for s in scored if s.is_event or s.id not in dropped]
-
-    def _stale_since(self, item: RecallItem, now: datetime) -> datetime | None:
-        """When the latest evidence of a claim of a volatile slot was said, if that is older
-        than ``recall.freshness_days`` (the packet says "as of" it); else None."""
-        if item.predicate is None or not item.evidence:
-            return None
-        if not self.lexicon.is_volatile(item.predicate):
-            return None
-        latest = max(e.occurred_at for e in item.evidence)
-        if (now - latest).total_seconds() <= self.rc.freshness_days * 86400:
-            return None
-        return latest
 
     def _related_secret(self, ranks: dict[str, int], e: CandidateEvent) -> bool:
         """Whether ``e`` holds a secret and only context or feedback found it: an event with a
@@ -908,36 +872,3 @@ class Recaller:
             + rc.weight_activation * act
             + rc.weight_utility * util
         )
-
-
-def answerability(
-    items: Sequence[RecallItem], parsed: QueryParse, coverage: float, supported: float
-) -> Answerability:
-    """What the items say of the question: "supported" when one is a claim of a slot the
-    question names, visible at the time asked (a current claim, for a question about now), or
-    when ``coverage`` (:func:`term_coverage`) is at least ``supported``
-    (``recall.supported_coverage``); "low_confidence" when there are items, none such;
-    "no_evidence" when there are none."""
-    if not items:
-        return "no_evidence"
-    if parsed.slots and any(i.kind == "claim" and SLOT in i.channels for i in items):
-        return "supported"
-    if coverage >= supported:
-        return "supported"
-    return "low_confidence"
-
-
-def term_coverage(terms: Sequence[str], items: Sequence[RecallItem]) -> float:
-    """The largest share of the question's search terms that one of the first
-    :data:`_COVERAGE_ITEMS` items holds. Unlike the fused score (each channel's relevance is
-    relative to its best hit, so some item always scores high), it says how much of the
-    question an item speaks to: on the dev data it told a question asked of its own
-    conversation from one asked of another far better (bench/eval_answerability.py)."""
-    asked = set(terms)
-    if not asked:
-        return 0.0
-    best = 0.0
-    for item in items[:_COVERAGE_ITEMS]:
-        held = asked.intersection(query_terms(item.text))
-        best = max(best, len(held) / len(asked))
-    return best
