@@ -228,6 +228,13 @@ def test_cli_json_is_the_versioned_result(
     assert out["answerability"] == "supported"
     assert out["items"][0]["value"] == "Lisbon" and out["items"][0]["feedback_id"]
     assert out["query"]["slots"] == ["location"]
+    # asked from the session that said it a moment ago ("remember"'s): not handed back
+    assert (
+        main(["--db", db, "recall", "where do I live now?", "--session-id", "remember", "--json"])
+        == 0
+    )
+    echoed = json.loads(capsys.readouterr().out)
+    assert "Lisbon" not in [i["value"] for i in echoed["items"]]
 
 
 # --- echo suppression -------------------------------------------------------------------------

@@ -232,6 +232,7 @@ async def cmd_recall(args: argparse.Namespace, cfg: Config) -> int:
             valid_at=_when(args.valid_at),
             budget_tokens=args.budget_tokens,
             include_untrusted=args.include_untrusted,
+            session_id=args.session_id,
         )
     lines = [
         f"{i.score:.4f}  [{i.kind}{'' if i.status in ('active', 'event') else ', ' + i.status}]"
@@ -454,6 +455,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--include-untrusted", action="store_true", help="also events from untrusted sources"
+    )
+    p.add_argument(
+        "--session-id",
+        default=None,
+        help="the asking session: what it said within recall.echo_window_s is left out",
     )
     p = command(
         "remember",
