@@ -95,7 +95,8 @@ async def test_packed_rows_are_the_rows(tmp_path: Path, module: str) -> None:
         ids = [await mem.add_event("s1", text) for text in contents]
         columns = (
             "id, session_id, role, content, occurred_at, recorded_at, origin_class, session_kind,"
-            " content_hash"
+            " content_hash, coalesce((SELECT utility FROM event_feedback f"
+            " WHERE f.event_id = events.id), 0.0)"
         )
         plain = await mem.store.read(
             lambda r: r._conn.execute(f"SELECT {columns} FROM events ORDER BY seq").fetchall()

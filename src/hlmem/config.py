@@ -335,6 +335,11 @@ class RecallConfig(_Section):
     vector_weight: float = Field(0.5, ge=0)
     expansion_weight: float = Field(0.5, ge=0)
     entity_weight: float = Field(0.2, ge=0)
+    # Slot questions ("我住在哪？", "what's my name?", hlmem.recall.slots): the claims of the
+    # speaker's slots the question names join the candidates with this relevance weight
+    # (0: off), at most slot_candidates of them, newest first.
+    slot_weight: float = Field(1.0, ge=0)
+    slot_candidates: int = Field(20, ge=1)
     # Context: the turns said just before and after each of the best context_seeds events
     # (same session) join the candidates, with context_weight times that event's score (added
     # to their own): an answer is often the turn after the one that matches the question.
@@ -395,6 +400,19 @@ class RecallConfig(_Section):
     # The context packet: its token budget, and the longest evidence quote it shows.
     budget_tokens: int = Field(2000, ge=50)
     quote_chars: int = Field(80, ge=10)
+    # A result is "supported" (RecallResult.answerability) when it holds a current claim of
+    # the slot the question names, or when one of its first three items holds at least this
+    # share of the question's search terms (calibrated on the dev data, where the fused score
+    # told answerable from unanswerable questions no better than chance:
+    # bench/results/2026-12-02-answerability.md); otherwise "low_confidence".
+    supported_coverage: float = Field(0.5, ge=0, le=1)
+    # Echo suppression: with Memory.recall(session_id=...), what that session said within
+    # this many seconds before the question (its events, and claims resting only on them) is
+    # not handed back as a memory of it (0: off).
+    echo_window_s: float = Field(600.0, ge=0)
+    # Freshness: a claim of a volatile slot (the lexicon's volatile = true: a plan, a status)
+    # whose latest evidence is older than this many days says "as of <date>" in the packet.
+    freshness_days: float = Field(30.0, gt=0)
     # A claim item shows this many of its evidence links at most: the first and the latest
     # (its evidence_total says how many there are; Memory.explain lists them all).
     evidence_per_item: int = Field(5, ge=1)

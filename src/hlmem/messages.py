@@ -538,6 +538,12 @@ class Claim(_Frozen):
 
 
 RecallMode = Literal["current", "history"]
+#: what a recall result says of the question (:class:`RecallResult`)
+Answerability = Literal["supported", "low_confidence", "no_evidence"]
+#: the version of :class:`RecallResult`'s JSON shape (``model_dump``, ``hlmem recall --json``);
+#: 2 added ``schema_version``, ``query_id``, ``answerability``, ``truncated``, the query's
+#: ``slots`` and each item's ``feedback_id`` and ``as_of``
+RECALL_SCHEMA_VERSION = 2
 
 
 class QueryParse(_Frozen):
@@ -560,6 +566,9 @@ class QueryParse(_Frozen):
     loose_entities: tuple[str, ...] = ()
     #: "user" when the query is about the speaker (我 / my / I), else None
     subject: str | None = None
+    #: the predicates of the speaker's slots the question names ("我住在哪？" → location):
+    #: their claims are candidates (channel "slot", :mod:`hlmem.recall.slots`)
+    slots: tuple[str, ...] = ()
     #: the query asks what the assistant said ("you recommended", "你推荐过"): the assistant's
     #: turns rank as the user's do (``recall.assistant_weight`` is not applied)
     asks_assistant: bool = False
@@ -599,11 +608,25 @@ class RecallItem(_Frozen):
     #: False for an event from an untrusted source (only when asked for)
     trusted: bool = True
     #: which channels found it: "fts", "vector", "expansion" (a query the expansion model
-    #: wrote); "rerank" when the reranker placed it
+    #: wrote), "slot" (a claim of the slot the question names), "context", "feedback";
+    #: "rerank" when the reranker placed it
     channels: tuple[str, ...] = ()
+    #: what :meth:`hlmem.Memory.feedback` takes to say whether this item helped
+    #: ("<query_id>:<item id>"; a claim's own id works too)
+    feedback_id: str = ""
+    #: a claim of a volatile slot (a plan, a status: the lexicon's ``volatile``) whose latest
+    #: evidence is older than ``recall.freshness_days``: when that evidence was said (the
+    #: packet says "as of <date>"); None otherwise
+    as_of: AwareDatetime | None = None
 
 
 class RecallResult(_Frozen):
+    """What a recall returns; its JSON shape is versioned (:data:`RECALL_SCHEMA_VERSION`) and
+    documented in :mod:`hlmem.recall`."""
+
+    schema_version: int = RECALL_SCHEMA_VERSION
+    #: this recall's id: each item's ``feedback_id`` names it
+    query_id: str = ""
     query: QueryParse
     items: tuple[RecallItem, ...]
     #: the items as a context block for a system prompt, within the token budget
@@ -616,6 +639,13 @@ class RecallResult(_Frozen):
     #: why this recall ran on full text alone (the query could not be embedded: a provider
     #: down or too slow, a model not installed); None when both channels ran
     degraded: str | None = None
+    #: "supported": a current claim of the slot the question names (any claim of it, for a
+    #: question about the past), or one of the first three items holding at least
+    #: ``recall.supported_coverage`` of the question's search terms;
+    #: "low_confidence": items, none of them that; "no_evidence": no item
+    answerability: Answerability = "no_evidence"
+    #: the packet left out items to keep within the token budget
+    truncated: bool = False
 
 
 class RecallHit(_Frozen):

@@ -232,6 +232,7 @@ async def cmd_recall(args: argparse.Namespace, cfg: Config) -> int:
             valid_at=_when(args.valid_at),
             budget_tokens=args.budget_tokens,
             include_untrusted=args.include_untrusted,
+            session_id=args.session_id,
         )
     lines = [
         f"{i.score:.4f}  [{i.kind}{'' if i.status in ('active', 'event') else ', ' + i.status}]"
@@ -241,13 +242,8 @@ async def cmd_recall(args: argparse.Namespace, cfg: Config) -> int:
     text = "\n".join(lines) or "nothing recalled"
     out(
         args,
-        {
-            "query": result.query.model_dump(mode="json"),
-            "items": [i.model_dump(mode="json") for i in result.items],
-            "packet": result.packet,
-            "tokens": result.tokens,
-            "degraded": result.degraded,
-        },
+        # the versioned RecallResult (schema_version; its shape: hlmem.recall)
+        result.model_dump(mode="json"),
         text if result.degraded is None else f"(full text only: {result.degraded})\n{text}",
     )
     return 0
@@ -459,6 +455,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--include-untrusted", action="store_true", help="also events from untrusted sources"
+    )
+    p.add_argument(
+        "--session-id",
+        default=None,
+        help="the asking session: what it said within recall.echo_window_s is left out",
     )
     p = command(
         "remember",

@@ -22,7 +22,7 @@ import json
 import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -75,6 +75,7 @@ class _PredicateSpec(_Spec):
     cardinality: Literal["single", "multi"] | None = None
     importance: float | None = Field(None, ge=0, le=1)
     generic: bool | None = None
+    volatile: bool | None = None
     synonyms: list[str] = []
     label: _Labels = _Labels()
     text: _Texts = _Texts()
@@ -135,6 +136,11 @@ class Predicate:
     label: Mapping[str, str]
     text: Mapping[str, str]
     negated: Mapping[str, str]
+    #: its values change by themselves (a status, a plan, a price): recall says how old one is
+    volatile: bool = False
+    #: the nouns naming it ("我的X是Y" / "my X is Y"), by language
+    attributes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    synonyms: tuple[str, ...] = ()
 
 
 def predicate_key(predicate: str) -> str:
@@ -199,6 +205,9 @@ class Lexicon:
             label=label,
             text={k: v for k, v in p.text.model_dump().items() if v},
             negated={k: v for k, v in p.negated.model_dump().items() if v},
+            volatile=bool(p.volatile),
+            attributes={"zh": tuple(p.attributes.zh), "en": tuple(p.attributes.en)},
+            synonyms=tuple(p.synonyms),
         )
         if name.endswith("_*"):
             self._families.append((name[:-1], pred))
@@ -234,6 +243,10 @@ class Lexicon:
         search indexes a claim with them. Empty for a predicate the lexicon does not know."""
         return list(dict.fromkeys(self._search_words.get(self.canonical_predicate(predicate), [])))
 
+    def predicates(self) -> list[Predicate]:
+        """Every predicate the lexicon defines by name (not the ``_*`` families), in file order."""
+        return list(self._predicates.values())
+
     def canonical_predicate(self, predicate: str) -> str:
         """The lexicon's name for ``predicate`` (synonyms folded: ``theme`` → ``ui_theme``);
         an unknown predicate comes back in snake_case."""
@@ -258,6 +271,11 @@ class Lexicon:
         are multi-valued: a new value never supersedes an old one on a guess."""
         found = self.predicate(predicate)
         return True if found is None else found.multi_valued
+
+    def is_volatile(self, predicate: str) -> bool:
+        """Whether values of ``predicate`` go stale by themselves (``volatile = true``)."""
+        found = self.predicate(predicate)
+        return found is not None and found.volatile
 
     def importance(self, predicate: str) -> float:
         found = self.predicate(predicate)

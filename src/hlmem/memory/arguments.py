@@ -189,6 +189,7 @@ RULES: dict[str, dict[str, Rule]] = {
         "valid_at": _when,
         "budget_tokens": optional(count(1)),
         "include_untrusted": flag,
+        "session_id": _opt_id,
     },
     "feedback": {"item_id": _id, "useful": flag},
     "forget": {

@@ -493,6 +493,7 @@ class Memory:
         valid_at: datetime | None = None,
         budget_tokens: int | None = None,
         include_untrusted: bool = False,
+        session_id: str | None = None,
     ) -> RecallResult:
         """Memories for ``query``: claims and raw events, fused from full text and vectors,
         filtered by time and status, ranked, and packed into a context block.
@@ -506,6 +507,13 @@ class Memory:
         recall next time (activation), without slowing this call: the boosts of many recalls are
         written together, within ``maintenance.access_flush_s`` (:mod:`hlmem.recall.touches`);
         ``recall.record_activation = false`` turns that off.
+
+        The result says whether it answers the question (``answerability``: "supported",
+        "low_confidence", "no_evidence"), carries a ``query_id``, whether the packet left items
+        out (``truncated``) and each item's ``feedback_id`` for :meth:`feedback`; a question
+        naming a slot of the speaker ("我住在哪？", "what's my name?") recalls that slot's
+        claims. ``session_id``, the asking session: what it said within
+        ``recall.echo_window_s`` is not handed back as a memory.
 
         :raises InputError: an argument of the wrong type or out of range (named): ``k``
             below 1, a naive ``as_of``, a query longer than ``recall.max_query_chars``.
@@ -524,6 +532,7 @@ class Memory:
             valid_at=valid_at,
             budget_tokens=budget_tokens,
             include_untrusted=include_untrusted,
+            session_id=session_id,
         )
         touched = [i.id for i in result.items if i.kind == "claim"]
         touched += [f for i in result.items for f in i.folded]
@@ -532,12 +541,14 @@ class Memory:
         return result
 
     async def feedback(self, item_id: str, *, useful: bool) -> None:
-        """Say whether a recalled claim helped: its feedback utility moves up or down, and
-        ranking (``recall.weight_utility``) follows. Positive feedback also raises its
+        """Say whether a recalled item helped: ``item_id`` is the item's ``feedback_id`` (or a
+        claim's id). Its feedback utility moves up or down, and ranking
+        (``recall.weight_utility``) follows. For a claim, positive feedback also raises its
         activation (``maintenance.feedback_boost``) and counts as an access, so a claim that
-        helps is not archived for silence; negative feedback leaves activation to decay.
+        helps is not archived for silence; negative feedback leaves activation to decay. An
+        event's utility is kept beside it (events are immutable).
 
-        :raises InputError: ``item_id`` names no claim (events carry no feedback).
+        :raises InputError: ``item_id`` names no claim and no event.
         """
         arguments.check("feedback", locals())
         await memory_writes.feedback(self.store, self.config, self.clock, item_id, useful=useful)

@@ -230,28 +230,31 @@ def _stopped(
 async def feedback(
     store: Store, config: Config, clock: Clock, item_id: str, *, useful: bool
 ) -> None:
-    """Move a claim's feedback utility (``Memory.feedback``).
+    """Move a recalled item's feedback utility (``Memory.feedback``): ``item_id`` is an item's
+    ``feedback_id`` ("<query_id>:<item id>") or a claim's id. A claim's utility is in its row;
+    an event's (events are immutable) in ``event_feedback``.
 
-    :raises InputError: ``item_id`` names no claim (events carry no feedback).
+    :raises InputError: ``item_id`` names no claim and no event.
     """
     cfg = config.maintenance
+    _, sep, rest = item_id.partition(":")
+    target = rest if sep and item_id.startswith("q_") and rest else item_id
+    delta = 0.25 if useful else -0.25
+    now = clock.now()
 
     def write(tx: SyncTx) -> int:
-        changed = tx.execute("recall_feedback", {"id": item_id, "delta": 0.25 if useful else -0.25})
+        changed = tx.execute("recall_feedback", {"id": target, "delta": delta})
         if changed and useful:
-            boost_sync(
-                tx,
-                cfg,
-                [item_id],
-                now=clock.now(),
-                boost=cfg.feedback_boost,
-                count_access=False,
+            boost_sync(tx, cfg, [target], now=now, boost=cfg.feedback_boost, count_access=False)
+        if not changed:
+            changed = tx.execute(
+                "recall_event_feedback", {"id": target, "delta": delta, "now": iso(now)}
             )
         return changed
 
     changed = await store.run_in_transaction(write)
     if not changed:
-        raise InputError(f"feedback: no claim {item_id!r} (feedback applies to claims)")
+        raise InputError(f"feedback: no claim or event {target!r}")
 
 
 async def forget(

@@ -12,7 +12,7 @@ reader thread:
   the best ranked one, and an event shown as a claim's evidence is not shown again;
 - :func:`claim_item` and :func:`event_item`: the :class:`~hlmem.messages.RecallItem` of a
   row, its texts and quotes redacted once per distinct text (:class:`Redactions`);
-- :func:`packet`: the context packet within a token budget.
+- :func:`packet`: the context packet within a token budget (and whether it left items out).
 """
 
 from __future__ import annotations
@@ -75,6 +75,7 @@ class CandidateEvent(NamedTuple):
     origin_class: str
     session_kind: str
     content_hash: str  # of the normalised text
+    utility: float = 0.0  # feedback (event_feedback), -1..1, as a claim's
 
 
 class EvidenceLink(NamedTuple):
@@ -406,24 +407,26 @@ def event_item(
     )
 
 
-def packet(items: Sequence[RecallItem], budget: int, quote_chars: int) -> tuple[str, int]:
+def packet(items: Sequence[RecallItem], budget: int, quote_chars: int) -> tuple[str, int, bool]:
     """Claims (with their times and a short quote) first, then events, within ``budget``
-    tokens; returns the text and its token count."""
+    tokens; returns the text, its token count and whether items were left out to fit."""
     header = "Relevant memories (claims first, then conversation excerpts):"
     lines = [header]
     used = estimate_tokens(header)
+    truncated = False
     ordered = [i for i in items if i.kind == "claim"] + [i for i in items if i.kind == "event"]
     for item in ordered:
         line = packet_line(item, quote_chars)
         cost = estimate_tokens(line) + 1
         if used + cost > budget:
+            truncated = True
             continue
         lines.append(line)
         used += cost
     if len(lines) == 1:
-        return "", 0
+        return "", 0, truncated
     text = "\n".join(lines)
-    return text, estimate_tokens(text)
+    return text, estimate_tokens(text), truncated
 
 
 def packet_line(item: RecallItem, quote_chars: int) -> str:
@@ -435,8 +438,10 @@ def packet_line(item: RecallItem, quote_chars: int) -> str:
     since = item.valid_from.date().isoformat() if item.valid_from else "?"
     until = f" until {item.valid_to.date().isoformat()}" if item.valid_to else ""
     status = "" if item.status == "active" else f" [{item.status}]"
+    # a volatile slot's old evidence (Recaller._stale_since): the value may have moved on
+    fresh = f", as of {item.as_of.date().isoformat()}" if item.as_of else ""
     quote = f' — "{clip(item.evidence[0].quote, quote_chars)}"' if item.evidence else ""
-    return f"- {item.text}{quals}{status} (valid from {since}{until}){quote}"
+    return f"- {item.text}{quals}{status} (valid from {since}{until}{fresh}){quote}"
 
 
 def clip(text: str, n: int) -> str:

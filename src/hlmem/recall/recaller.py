@@ -3,7 +3,9 @@
 1. The query is understood (:mod:`hlmem.recall.understanding`): mode (current / history), ``as_of``,
    ``valid_at``, entities, subject.
 2. Candidates: jieba-segmented FTS5 (:mod:`hlmem.index.fts`) and an exact vector scan
-   (:mod:`hlmem.index.vectors`) over claims **and** events of the namespace. With the entity
+   (:mod:`hlmem.index.vectors`) over claims **and** events of the namespace, and the claims of
+   the speaker's slots the question names (channel "slot": "我住在哪？" → ``location``,
+   :mod:`hlmem.recall.slots`), which share no word with it. With the entity
    constraint (``enforce``) a query naming a known entity only considers memories about it, and
    the restriction is applied before each channel's candidate limit.
 3. Reciprocal rank fusion: ``sum(1 / (rrf_k + rank))`` over the channels that found an item.
@@ -17,7 +19,13 @@
    utility, weighted by ``recall.weight_*``); equivalent claims (same slot, value and polarity)
    fold into one.
 6. The context packet: claims with their times and short evidence quotes first, then events,
-   within the token budget.
+   within the token budget (``truncated`` when it left some out); a claim of a volatile slot
+   with old evidence says "as of <date>".
+7. Answerability (:mod:`hlmem.recall.answer`): ``supported``, ``low_confidence`` or
+   ``no_evidence``.
+
+With the asking ``session_id``, what that session said within ``recall.echo_window_s`` is
+left out (echo suppression): an event said there, and a claim all of whose evidence was.
 
 This module finds and scores the candidates (the :class:`Recaller`); what of them is shown and
 how (rows, visibility by mode and time, folding, the items and the packet) is in
@@ -30,15 +38,15 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, cast
 
 import anyio
 
-from hlmem.claims import SourcePolicy, untrusted_rule
+from hlmem.claims import SPEAKER, SourcePolicy, slot_key, untrusted_rule
 from hlmem.claims import activation as lifecycle
-from hlmem.clock import parse_iso
+from hlmem.clock import iso, parse_iso
 from hlmem.config import Config, RecallConfig
 from hlmem.gateway import Gateway
 from hlmem.index import (
@@ -52,14 +60,31 @@ from hlmem.index import (
     model_identity,
     rare_terms_sync,
 )
-from hlmem.lang import query_terms, scrub, secret_kind, segment, spelled_apart
+from hlmem.lang import (
+    load_lexicon,
+    new_id,
+    query_terms,
+    scrub,
+    secret_kind,
+    segment,
+    spelled_apart,
+)
 from hlmem.messages import (
+    Answerability,
     QueryParse,
     RecallItem,
     RecallMode,
     RecallResult,
 )
 from hlmem.recall import understanding as query_mod
+from hlmem.recall.answer import (
+    COVERAGE_ITEMS,
+    SLOT,
+    answerability,
+    stale_since,
+    term_coverage,
+    without_echoes,
+)
 from hlmem.recall.expansion import expand
 from hlmem.recall.items import (
     Candidate,
@@ -130,6 +155,8 @@ class _Plan:
     allow: set[str] | None
     strict: bool
     vector_head: Any
+    #: the claims of the slots the question names (channel "slot"), active first
+    slot_claims: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +168,21 @@ class _Scope:
     now: datetime
     include_untrusted: bool
     related: bool = True  # context may join (Recaller.recall)
+    query_id: str = ""
+    #: echo suppression: the asking session, and the earliest time (ISO) of what it said
+    #: that is left out (None: nothing is)
+    session_id: str | None = None
+    echo_after: str | None = None
+
+    def echoes(self, session_id: str | None, occurred_at: str | None) -> bool:
+        """Whether what ``session_id`` said at ``occurred_at`` is the asking session's own
+        recent words (``recall.echo_window_s``)."""
+        return (
+            self.echo_after is not None
+            and session_id == self.session_id
+            and occurred_at is not None
+            and occurred_at >= self.echo_after
+        )
 
 
 @dataclass
@@ -165,6 +207,8 @@ _UNRANKED = 0.05
 CONTEXT = "context"
 #: the channel of what the words of the best full-text hits found (:meth:`Recaller._full_text`)
 FEEDBACK = "feedback"
+#: sessions whose last slot question is remembered for a follow-up (cleared when full)
+_SESSION_SLOTS = 10_000
 #: the characters of a feedback seed's text its words are taken from
 _FEEDBACK_CHARS = 600
 #: the channels that find what the query's own words do not (Recaller._related_secret)
@@ -197,6 +241,8 @@ def _channel_weight(rc: RecallConfig, channel: str) -> float:
         return rc.entity_weight
     if channel == FEEDBACK:
         return rc.feedback_weight
+    if channel == SLOT:
+        return rc.slot_weight
     return rc.expansion_weight  # expansion:<n>:<fts|vector>
 
 
@@ -212,6 +258,10 @@ class Recaller:
         # query expansion's (recall.expand_provider); None: off
         self.expander = gateway if self.rc.expand_provider else None
         self.policy = SourcePolicy.from_config(cfg.admission)
+        # the predicates a question may name (hlmem.recall.slots): the extractor's lexicon
+        self.lexicon = load_lexicon(cfg.extractor.lexicon_paths)
+        # (namespace, session) -> the slots its last slot question named (_follow_up)
+        self._session_slots: dict[tuple[str, str], tuple[str, ...]] = {}
         self._segmenter_ready = False  # jieba's dictionary is loaded (by a first query)
         self._holds_secret: dict[str, bool] = {}  # event id -> holds a secret (_related_secret)
         self.term_counts = TermCounts()  # used on the reader thread only
@@ -246,10 +296,12 @@ class Recaller:
         budget_tokens: int | None,
         include_untrusted: bool,
         related: bool = True,
+        session_id: str | None = None,
     ) -> RecallResult:
         """``related``: whether context (the turns around the best events) and feedback (what
         the best hits' other words find) join the candidates; a forget by query looks up only
-        what its words name."""
+        what its words name. ``session_id``: the asking session, whose words of the last
+        ``recall.echo_window_s`` are left out."""
         query = await self._prepare(text, related=related)
         found = _Found()
         # Every read of the reader connection is a hop to its thread (and back), which costs
@@ -263,7 +315,17 @@ class Recaller:
         # constraint to come, measured no faster on two busy cores.)
         plan: list[_Plan] = []  # written and read on the reader thread only
         understand = partial(
-            self._understand, text, namespace, now, mode, as_of, valid_at, into=plan
+            self._understand,
+            text,
+            namespace,
+            now,
+            mode,
+            as_of,
+            valid_at,
+            into=plan,
+            # a forget by query plans only what its words name, never a slot's claims
+            slots=related and self.rc.slot_weight > 0,
+            session=(namespace, session_id) if session_id else None,
         )
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._full_text, query, namespace, plan, found)
@@ -277,7 +339,17 @@ class Recaller:
         parsed = decided.parsed
         candidates = self._fuse(found, decided)
         reranked = False
-        scope = _Scope(namespace, parsed, now, include_untrusted, related)
+        echo = self.rc.echo_window_s
+        scope = _Scope(
+            namespace,
+            parsed,
+            now,
+            include_untrusted,
+            related,
+            query_id=new_id("q"),
+            session_id=session_id,
+            echo_after=iso(now - timedelta(seconds=echo)) if session_id and echo > 0 else None,
+        )
         if self.gateway is None:
             items = await self._items(candidates, found, scope, k)
         else:  # the reranker reorders the best rerank_candidates, then the first k are kept
@@ -286,8 +358,11 @@ class Recaller:
             items, reranked = await rerank(self.gateway, self.rc, text, items, namespace=namespace)
             items = items[:k]
         budget = budget_tokens or self.rc.budget_tokens
-        packet_text, tokens = packet(items, budget, self.rc.quote_chars)
+        packet_text, tokens, truncated = packet(items, budget, self.rc.quote_chars)
         return RecallResult(
+            query_id=scope.query_id,
+            answerability=await self._answerability(items, parsed, query.terms),
+            truncated=truncated,
             query=parsed,
             items=tuple(items),
             packet=packet_text,
@@ -330,10 +405,16 @@ class Recaller:
         reader: SyncReader,
         *,
         into: list[_Plan],
+        slots: bool = True,
+        session: tuple[str, str] | None = None,
     ) -> _Plan:
         """On the reader thread: the namespace's entities the query names, the query parsed
         with them, the ids the entity constraint allows and the vector index's head; also
-        appended to ``into``, where the full-text search queued behind finds it."""
+        appended to ``into``, where the full-text search queued behind finds it.
+
+        ``slots``: whether the speaker's slots the question names are looked up. In a
+        ``session`` (namespace, session id), a bare follow-up ("之前呢？", "and before?")
+        asks about the slots of the session's previous slot question."""
         head = reader.fetchall("vector_head")[0]
         known = [
             (r["name"], r["kind"])
@@ -343,13 +424,49 @@ class Recaller:
             )
         ]
         parsed = query_mod.parse(
-            text, now, known_entities=known, mode=mode, as_of=as_of, valid_at=valid_at
+            text,
+            now,
+            known_entities=known,
+            mode=mode,
+            as_of=as_of,
+            valid_at=valid_at,
+            lexicon=self.lexicon if slots else None,
         )
+        if slots and session is not None:
+            parsed = self._follow_up(parsed, session)
         allow = self._entity_allow(reader, namespace, parsed)
         strict = allow is not None and self.rc.entity_constraint == "enforce"
-        decided = _Plan(parsed, allow, strict, head)
+        slot_claims: tuple[str, ...] = ()
+        if parsed.slots:
+            keys = [slot_key(namespace, SPEAKER, p) for p in parsed.slots]
+            slot_claims = tuple(
+                r["id"]
+                for r in reader.fetchall(
+                    "recall_slot_claims",
+                    {
+                        "namespace": namespace,
+                        "slots": json.dumps(keys),
+                        "limit": self.rc.slot_candidates,
+                    },
+                )
+            )
+        decided = _Plan(parsed, allow, strict, head, slot_claims)
         into.append(decided)
         return decided
+
+    def _follow_up(self, parsed: QueryParse, session: tuple[str, str]) -> QueryParse:
+        """``parsed`` with the slots of the session's previous slot question when it is a
+        bare follow-up about another time (:func:`hlmem.recall.understanding.is_follow_up`);
+        remembers the slots of a question that names some. Bounded: cleared when full."""
+        if parsed.slots:
+            if len(self._session_slots) >= _SESSION_SLOTS:
+                self._session_slots.clear()
+            self._session_slots[session] = parsed.slots
+            return parsed
+        before = self._session_slots.get(session)
+        if before and query_mod.is_follow_up(parsed.text):
+            return parsed.model_copy(update={"slots": before})
+        return parsed
 
     def _entity_allow(
         self, reader: SyncReader, namespace: str, parsed: QueryParse
@@ -527,6 +644,10 @@ class Recaller:
                 cand = out.setdefault((hit.kind, hit.item_id), _Candidate(hit.kind, hit.item_id))
                 cand.ranks[channel] = rank
                 cand.scores[channel] = rel
+        for rank, claim_id in enumerate(decided.slot_claims, 1):
+            cand = out.setdefault(("claim", claim_id), _Candidate("claim", claim_id))
+            cand.ranks[SLOT] = rank
+            cand.scores[SLOT] = 1.0
         if decided.allow is not None and self.rc.entity_constraint == "prefer":
             for cand in out.values():
                 if cand.id in decided.allow:
@@ -623,6 +744,10 @@ class Recaller:
         keys = fold_keys(scored)
         shown = first_claims(scored, keys, k)  # every claim item is one of these
         evidence = evidence_links(reader, shown, self.rc.evidence_per_item) if shown else {}
+        if scope.echo_after is not None:
+            scored, evidence = without_echoes(
+                reader, scored, keys, evidence, scope.echoes, k, self.rc.evidence_per_item
+            )
         if claims_speak(parsed):
             scored = without_history_events(reader, scored, keys, evidence, k)
         redacted, quote_chars = Redactions(), self.rc.quote_chars
@@ -631,22 +756,26 @@ class Recaller:
             cand = candidates[("event" if is_event else "claim", item_id)]
             channels = tuple(sorted({c.partition(":")[0] for c in cand.ranks}))
             if is_event:
-                items.append(
-                    event_item(r, score, channels, trust[item_id], folded, redacted, quote_chars)
-                )
+                item = event_item(r, score, channels, trust[item_id], folded, redacted, quote_chars)
             else:
-                items.append(
-                    claim_item(
-                        r,
-                        score,
-                        channels,
-                        evidence.get(item_id, []),
-                        folded,
-                        redacted,
-                        quote_chars,
-                    )
-                )
+                links = evidence.get(item_id, [])
+                item = claim_item(r, score, channels, links, folded, redacted, quote_chars)
+                stale = stale_since(item, now, self.lexicon, self.rc.freshness_days)
+                item = item.model_copy(update={"as_of": stale})
+            items.append(item.model_copy(update={"feedback_id": f"{scope.query_id}:{item_id}"}))
         return items
+
+    async def _answerability(
+        self, items: Sequence[RecallItem], parsed: QueryParse, terms: Sequence[str]
+    ) -> Answerability:
+        """:func:`answerability`, the items' terms read on a worker thread when they are long
+        (jieba, as :meth:`_prepare`)."""
+        shown = items[:COVERAGE_ITEMS]
+        if sum(len(i.text) for i in shown) <= _INLINE_CHARS:
+            coverage = term_coverage(terms, shown)
+        else:
+            coverage = await anyio.to_thread.run_sync(term_coverage, terms, shown)
+        return answerability(items, parsed, coverage, self.rc.supported_coverage)
 
     def _related_secret(self, ranks: dict[str, int], e: CandidateEvent) -> bool:
         """Whether ``e`` holds a secret and only context or feedback found it: an event with a
@@ -673,8 +802,10 @@ class Recaller:
         trusted = untrusted_rule(self.policy, e.origin_class, e.session_kind) is None
         if not (trusted or scope.include_untrusted) or not event_visible(e, scope.parsed):
             return None
+        if scope.echoes(e.session_id, e.occurred_at):
+            return None  # the asking session's own words, a moment ago
         trust[e.id] = trusted
-        signals = self._signals(_EVENT_IMPORTANCE, e.recorded_at, 0.0, 0.0, scope.now)
+        signals = self._signals(_EVENT_IMPORTANCE, e.recorded_at, 0.0, e.utility, scope.now)
         if said_after_period(e, scope.parsed):
             signals *= self.rc.after_period_weight
         if e.role == "assistant" and not scope.parsed.asks_assistant:

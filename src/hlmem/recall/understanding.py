@@ -14,6 +14,8 @@
   for the names the query could contain (:func:`name_candidates`: every substring of up to
   :data:`MAX_NAME_CHARS` characters), so the cost follows the query, not the namespace.
 - **Subject.** A query in the first person (我 / 我的 / I / my / me) is about the speaker.
+- **Slots.** With a lexicon, the speaker's slots the question names ("我住在哪？" →
+  ``location``: :func:`hlmem.recall.slots.asked_slots`), unless it names a known entity.
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from hlmem.claims import SPEAKER
-from hlmem.lang import normalize
+from hlmem.lang import Lexicon, normalize
 from hlmem.lang.atoms import SPEAKER_SUBJECTS
 from hlmem.lang.atoms import analysis as atoms
 from hlmem.lang.timeexpr import parse as timeparse
 from hlmem.messages import QueryParse, RecallMode
+from hlmem.recall.slots import asked_slots
 
 _CURRENT = re.compile(
     r"现在|目前|当前|如今|眼下|最近|这阵子|\b(?:now|currently|these days|at the moment|today)\b",
@@ -55,6 +58,13 @@ _ASSISTANT_SAID = re.compile(
     r"\bour (?:previous|last|earlier|past) (?:conversation|chat|discussion|talk)",
     re.IGNORECASE,
 )
+#: a bare follow-up about another time: "之前呢？", "那以前呢", "and before?", "previously?"
+_FOLLOW_UP = re.compile(
+    r"^\s*(?:那|那么)?(?:之前|以前|原来|过去|当初|先前|现在|目前)(?:呢|的呢|是什么|是哪)?\s*[?？。.!！]*\s*$|"
+    r"^\s*(?:and|what about|how about)?\s*(?:before|previously|earlier|now|before that)"
+    r"\s*[?.!]*\s*$",
+    re.IGNORECASE,
+)
 #: the longest entity name (normalised, in characters) a query is matched against
 MAX_NAME_CHARS = 32
 #: the most candidate names asked of the store in one statement (:func:`name_batches`)
@@ -69,9 +79,11 @@ def parse(
     mode: RecallMode | None = None,
     as_of: datetime | None = None,
     valid_at: datetime | None = None,
+    lexicon: Lexicon | None = None,
 ) -> QueryParse:
     """Understand ``text`` asked at ``now``; ``known_entities`` are (name, kind) pairs the
-    namespace holds. Explicit ``mode``, ``as_of`` and ``valid_at`` override what the text says."""
+    namespace holds. Explicit ``mode``, ``as_of`` and ``valid_at`` override what the text says.
+    With ``lexicon``, the speaker's slots the question names (``slots``)."""
     words: list[str] = []
     said_mode: RecallMode | None = None
     history = _HISTORY.search(text)
@@ -94,6 +106,8 @@ def parse(
             # Claims true at that point; events said during the period were said "then".
             valid_at, period_end = point, max(point, min(when.end, now))
     strong, loose = _entities(text, known_entities)
+    # A question naming a known entity is about it, not about the speaker's slot.
+    slots = asked_slots(text, lexicon) if lexicon is not None and not strong else ()
     return QueryParse(
         text=text,
         mode=mode or said_mode or ("history" if as_of or valid_at else "current"),
@@ -105,7 +119,14 @@ def parse(
         loose_entities=loose,
         subject=SPEAKER if _FIRST_PERSON.search(text) else None,
         asks_assistant=bool(_ASSISTANT_SAID.search(text)),
+        slots=slots,
     )
+
+
+def is_follow_up(text: str) -> bool:
+    """Whether ``text`` only asks about another time than the question before it ("之前呢？",
+    "and before?"): it names no slot of its own, and means the previous question's."""
+    return bool(_FOLLOW_UP.match(text))
 
 
 def name_candidates(text: str) -> list[str]:

@@ -40,12 +40,13 @@ FROM (
 -- an event's claims are still believed is asked apart (recall_event_claims), and only for the
 -- events that could be shown: it walks each event's evidence and claims, which cost as much as
 -- the rows themselves. Packed (SyncReader.fetch_packed; every column is text), the fields of
--- hlmem.recall.items.CandidateEvent in its order. The content hash (of the normalised text)
--- last: events that say the same words fold into one item.
+-- hlmem.recall.items.CandidateEvent in its order. The content hash (of the normalised text):
+-- events that say the same words fold into one item; then the event's feedback utility
+-- (event_feedback; 0 without feedback).
 SELECT json_group_array(json_array(e.id, e.session_id, e.role, e.content, e.occurred_at,
                                    e.recorded_at, e.origin_class, e.session_kind,
-                                   e.content_hash))
-FROM events e
+                                   e.content_hash, coalesce(f.utility, 0.0)))
+FROM events e LEFT JOIN event_feedback f ON f.event_id = e.id
 WHERE e.id IN (SELECT value FROM json_each(?)) AND +e.namespace = ?;
 
 -- name: recall_event_claims
@@ -98,3 +99,22 @@ SELECT json_group_array(json_array(seed, id)) FROM (
             ORDER BY n.seq LIMIT 1)
     FROM events s WHERE s.id IN (SELECT value FROM json_each(:seeds)) AND +s.namespace = :namespace
 ) WHERE id IS NOT NULL;
+
+-- name: recall_slot_claims
+-- The claims of the slots a question names (hlmem.recall.slots; JSON array of slot keys),
+-- the active ones first, then the newest: one claims_slot index range per slot. Any status
+-- recall shows (it filters by mode and time); at most :limit (recall.slot_candidates).
+SELECT id FROM claims
+WHERE namespace = :namespace AND slot_key IN (SELECT value FROM json_each(:slots))
+  AND status IN ('active', 'superseded', 'archived')
+ORDER BY status = 'active' DESC, recorded_at DESC, id
+LIMIT :limit;
+
+-- name: recall_event_feedback
+-- Feedback on a recalled event (Memory.feedback with an event item's feedback_id): its
+-- utility moves toward +1 (useful) or -1 (not useful), as a claim's does (recall_feedback).
+-- Events are immutable: the utility lives beside them, and goes with them (ON DELETE CASCADE).
+INSERT INTO event_feedback (event_id, utility, updated_at)
+SELECT id, max(-1.0, min(1.0, :delta)), :now FROM events WHERE id = :id
+ON CONFLICT (event_id) DO UPDATE
+SET utility = max(-1.0, min(1.0, utility + :delta)), updated_at = :now;

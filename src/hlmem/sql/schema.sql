@@ -162,6 +162,12 @@ CREATE TABLE episodes (
     ended_at    TEXT
 );
 
+CREATE TABLE event_feedback (
+    event_id    TEXT PRIMARY KEY REFERENCES events (id) ON DELETE CASCADE,
+    utility     REAL NOT NULL DEFAULT 0,
+    updated_at  TEXT NOT NULL
+);
+
 CREATE TABLE events (
     seq           INTEGER PRIMARY KEY,
     id            TEXT NOT NULL UNIQUE,
