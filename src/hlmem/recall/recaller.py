@@ -63,6 +63,7 @@ from hlmem.index import (
 from hlmem.lang import (
     load_lexicon,
     new_id,
+    normalize,
     query_terms,
     scrub,
     secret_kind,
@@ -203,6 +204,9 @@ class _Found:
 #: the relevance "scores" fusion gives a full-text hit of only common terms (not ranked by
 #: bm25: :func:`hlmem.index.fts.fts_search_sync`), divided by its place among them
 _UNRANKED = 0.05
+#: entity kinds that say where, not whom: the entity constraint ranks their memories first
+#: but does not keep to them
+_WHERE_KINDS = frozenset({"place", "org"})
 #: the channel an item found only as the context of a better one has (:meth:`_with_context`)
 CONTEXT = "context"
 #: the channel of what the words of the best full-text hits found (:meth:`Recaller._full_text`)
@@ -434,8 +438,18 @@ class Recaller:
         )
         if slots and session is not None:
             parsed = self._follow_up(parsed, session)
-        allow = self._entity_allow(reader, namespace, parsed)
-        strict = allow is not None and self.rc.entity_constraint == "enforce"
+        # "enforce" keeps to the memories of whom (or what) a query names; a place or an
+        # organisation it names is a search term, not a subject (its memories rank first, as
+        # with "prefer"): "the one who works in Shenzhen: how old are they" is about a person
+        # found through Shenzhen, and its answer never mentions Shenzhen.
+        people = {normalize(name) for name, kind in known if kind not in _WHERE_KINDS} & set(
+            parsed.entities
+        )
+        strict = bool(people) and self.rc.entity_constraint == "enforce"
+        allow = self._entity_allow(
+            reader, namespace, tuple(sorted(people)) if strict else parsed.entities
+        )
+        strict = strict and allow is not None
         slot_claims: tuple[str, ...] = ()
         if parsed.slots:
             keys = [slot_key(namespace, SPEAKER, p) for p in parsed.slots]
@@ -469,20 +483,20 @@ class Recaller:
         return parsed
 
     def _entity_allow(
-        self, reader: SyncReader, namespace: str, parsed: QueryParse
+        self, reader: SyncReader, namespace: str, entities: tuple[str, ...]
     ) -> set[str] | None:
-        """Ids of the memories about the query's high-confidence entities (None: no limit):
-        the claims linked to the entities, and what mentions each name (a name the query
-        contains: jieba is loaded and the name is short)."""
-        if self.rc.entity_constraint == "off" or not parsed.entities:
+        """Ids of the memories about ``entities``, high-confidence entities the query names
+        (None: no limit): the claims linked to them, and what mentions each name (a name the
+        query contains: jieba is loaded and the name is short)."""
+        if self.rc.entity_constraint == "off" or not entities:
             return None
         allow = {
             r["claim_id"]
             for r in reader.fetchall(
-                "recall_entity_claims", (namespace, json.dumps(list(parsed.entities)))
+                "recall_entity_claims", (namespace, json.dumps(list(entities)))
             )
         }
-        for entity in parsed.entities:
+        for entity in entities:
             found = match_ids_sync(
                 reader,
                 namespace,
@@ -648,7 +662,7 @@ class Recaller:
             cand = out.setdefault(("claim", claim_id), _Candidate("claim", claim_id))
             cand.ranks[SLOT] = rank
             cand.scores[SLOT] = 1.0
-        if decided.allow is not None and self.rc.entity_constraint == "prefer":
+        if decided.allow is not None and not decided.strict:  # "prefer", or not a person
             for cand in out.values():
                 if cand.id in decided.allow:
                     cand.ranks["entity"] = 1
@@ -657,8 +671,9 @@ class Recaller:
 
     def _relevance(self, channel: str, hits: Sequence[FtsHit | VectorHit]) -> list[float]:
         """Each hit's relevance in 0..1, comparable across channels: full text, bm25 over the
-        channel's best (a hit of common terms only, unranked: :data:`_UNRANKED` over its place
-        among them); vectors, how far the cosine is above the model's floor for the kind, over
+        best hit's (for an event, the best event's; for a claim, the best claim's or event's),
+        a hit of common terms only (unranked) :data:`_UNRANKED` over its place among them;
+        vectors, how far the cosine is above the model's floor for the kind, over
         the room above that floor."""
         if channel.endswith("vector"):
             claim_floor, event_floor = self.vector_floors
@@ -670,6 +685,13 @@ class Recaller:
         best: dict[str, float] = {}
         for h in hits:
             best[h.kind] = max(best.get(h.kind, 0.0), h.score)
+        # Claims against the best claim or event, whichever scored higher; events against the
+        # best event. A claim's words are jieba words that events (indexed as Han n-grams) do
+        # not hold, so its matches carry a rarer word's weight: normalised with the events, the
+        # best claim would outrank the event that says more of the question. But the only
+        # claim matching a word or two ("用户的同事37岁" for the colleague's education) must not
+        # count as the best match either.
+        best["claim"] = max(best.get("claim", 0.0), best.get("event", 0.0))
         out, unranked = [], 0
         for h in hits:
             if h.score > 0:
