@@ -446,9 +446,7 @@ class Recaller:
             parsed.entities
         )
         strict = bool(people) and self.rc.entity_constraint == "enforce"
-        allow = self._entity_allow(
-            reader, namespace, tuple(sorted(people)) if strict else parsed.entities
-        )
+        allow = self._entity_allow(reader, namespace, parsed.entities)
         strict = strict and allow is not None
         slot_claims: tuple[str, ...] = ()
         if parsed.slots:
