@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import eval_data
 import eval_retrieval as ev
 import eval_variants as var
 from eval_retrieval import DATASETS, QUICK_LIMITS
@@ -52,13 +53,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--embedder", choices=list(ev.EMBEDDERS), default="local")
     p.add_argument("--cache", type=Path, default=Path("/tmp/hlmem-eval-cache"))
     args = p.parse_args(argv)
-    args.data, args.adversarial, args.abstention, args.locomo_roles = (
-        None,
-        False,
-        False,
-        "both-user",
-    )
-    return args
+    return eval_data.default_loading(args)
 
 
 async def questions(args: argparse.Namespace, name: str) -> list[dict[str, Any]]:

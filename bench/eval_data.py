@@ -414,3 +414,32 @@ def as_events(
         if ids is not None:
             event["event_id"] = ids(t)
         yield event
+
+
+def run_meta(started: float) -> dict[str, Any]:
+    """The machine and timing part of a bench's JSON ``meta``: elapsed seconds since
+    ``started`` (``time.perf_counter()``), Python, CPUs, the 1-minute load average, the date."""
+    import os
+    import platform
+    import time
+
+    return {
+        "elapsed_s": round(time.perf_counter() - started, 1),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "loadavg_1m": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def default_loading(args: Any) -> Any:
+    """``args`` with the dataset-loading options of ``bench/eval_retrieval.py`` at their
+    defaults (the default files, no adversarial or abstention questions, both LoCoMo speakers
+    as user), for the scripts that load the datasets the same way."""
+    args.data, args.adversarial, args.abstention, args.locomo_roles = (
+        None,
+        False,
+        False,
+        "both-user",
+    )
+    return args

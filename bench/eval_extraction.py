@@ -45,8 +45,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import re
 import sys
 import tempfile
@@ -54,7 +52,6 @@ import time
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -510,12 +507,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "extractor": cfg.extractor.kind,
             "config": str(args.config) if args.config else "built-in defaults",
             "overrides": EVAL_OVERRIDES,
-            "elapsed_s": round(time.perf_counter() - started, 1),
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-            "loadavg_1m": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
-            "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        },
+        }
+        | eval_data.run_meta(started),
     }
     for line in table(result):
         print(line)

@@ -61,7 +61,6 @@ import argparse
 import json
 import multiprocessing
 import os
-import platform
 import sys
 import tempfile
 import time
@@ -69,7 +68,7 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -729,12 +728,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "overrides": EMBEDDERS[args.embedder] | EVAL_OVERRIDES,
             "replay_batch_s": REPLAY_BATCH_S,
             "bootstrap": {"resamples": args.resamples, "seed": eval_stats.SEED},
-            "elapsed_s": round(time.perf_counter() - started, 1),
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-            "loadavg_1m": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
-            "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        },
+        }
+        | eval_data.run_meta(started),
     }
     for line in table(result):
         print(line)

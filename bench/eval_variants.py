@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import eval_data
 import eval_retrieval as ev
 from eval_retrieval import DATASETS, QUICK_LIMITS, SystemRun
 
@@ -60,14 +61,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             args.variants[name] = json.loads(body)
         except json.JSONDecodeError as exc:
             p.error(f"--variant {name}: {exc}")
-    # The same loaders and subsets as eval_retrieval.py.
-    args.data, args.adversarial, args.abstention, args.locomo_roles = (
-        None,
-        False,
-        False,
-        "both-user",
-    )
-    return args
+    return eval_data.default_loading(args)
 
 
 def merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
