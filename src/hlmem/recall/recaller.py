@@ -8,7 +8,9 @@
    :mod:`hlmem.recall.slots`), which share no word with it. With the entity
    constraint (``enforce``) a query naming a known entity only considers memories about it, and
    the restriction is applied before each channel's candidate limit.
-3. Reciprocal rank fusion: ``sum(1 / (rrf_k + rank))`` over the channels that found an item.
+3. Fusion (:mod:`hlmem.recall.fusion`): each channel's relevance made comparable, weighted and
+   summed ("scores"), or reciprocal rank fusion ("rrf"); then the turns around the best events
+   (context) and what the best hits' other words find (feedback) join.
 4. Time and status. Current: active claims not expired; history: superseded and archived
    ones too, marked; ``as_of=T``: claims learned by T and not retracted then; ``valid_at=T``:
    claims true at T; events said by T (by the end of the period a query names: "in October
@@ -47,7 +49,7 @@ import anyio
 from hlmem.claims import SPEAKER, SourcePolicy, slot_key, untrusted_rule
 from hlmem.claims import activation as lifecycle
 from hlmem.clock import iso, parse_iso
-from hlmem.config import Config, RecallConfig
+from hlmem.config import Config
 from hlmem.gateway import Gateway
 from hlmem.index import (
     AnnParams,
@@ -80,13 +82,13 @@ from hlmem.messages import (
 from hlmem.recall import understanding as query_mod
 from hlmem.recall.answer import (
     COVERAGE_ITEMS,
-    SLOT,
     answerability,
     stale_since,
     term_coverage,
     without_echoes,
 )
 from hlmem.recall.expansion import expand
+from hlmem.recall.fusion import CONTEXT, FEEDBACK, Fused, fuse
 from hlmem.recall.items import (
     Candidate,
     CandidateClaim,
@@ -201,16 +203,9 @@ class _Found:
     expanded: dict[str, list[FtsHit | VectorHit]] = field(default_factory=dict)
 
 
-#: the relevance "scores" fusion gives a full-text hit of only common terms (not ranked by
-#: bm25: :func:`hlmem.index.fts.fts_search_sync`), divided by its place among them
-_UNRANKED = 0.05
 #: entity kinds that say where, not whom: the entity constraint ranks their memories first
 #: but does not keep to them
 _WHERE_KINDS = frozenset({"place", "org"})
-#: the channel an item found only as the context of a better one has (:meth:`_with_context`)
-CONTEXT = "context"
-#: the channel of what the words of the best full-text hits found (:meth:`Recaller._full_text`)
-FEEDBACK = "feedback"
 #: sessions whose last slot question is remembered for a follow-up (cleared when full)
 _SESSION_SLOTS = 10_000
 #: the characters of a feedback seed's text its words are taken from
@@ -219,35 +214,6 @@ _FEEDBACK_CHARS = 600
 _RELATED = frozenset({CONTEXT, FEEDBACK})
 #: events whose "holds a secret" is remembered (cleared when full)
 _SECRET_MEMO = 65_536
-
-
-@dataclass
-class _Candidate:
-    kind: str
-    id: str
-    #: by channel: the hit's rank (1 = best) and its relevance made comparable (0..1)
-    ranks: dict[str, int] = field(default_factory=dict)
-    scores: dict[str, float] = field(default_factory=dict)
-
-    def fused(self, rc: RecallConfig) -> float:
-        if rc.fusion == "rrf":
-            return sum(1.0 / (rc.rrf_k + r) for r in self.ranks.values())
-        return sum(_channel_weight(rc, c) * s for c, s in self.scores.items())
-
-
-def _channel_weight(rc: RecallConfig, channel: str) -> float:
-    """The "scores" fusion's weight of a channel ("fts", "vector", "expansion:<n>:fts" …)."""
-    if channel == "fts":
-        return rc.fts_weight
-    if channel == "vector":
-        return rc.vector_weight
-    if channel == "entity":
-        return rc.entity_weight
-    if channel == FEEDBACK:
-        return rc.feedback_weight
-    if channel == SLOT:
-        return rc.slot_weight
-    return rc.expansion_weight  # expansion:<n>:<fts|vector>
 
 
 class Recaller:
@@ -642,68 +608,21 @@ class Recaller:
         claim_floor, event_floor = self.vector_floors
         return [h for h in hits if h.score >= (event_floor if h.kind == "event" else claim_floor)]
 
-    def _fuse(self, found: _Found, decided: _Plan) -> dict[tuple[str, str], _Candidate]:
-        """The channels' hits, by item, with their rank in each (reciprocal rank fusion)."""
-        out: dict[tuple[str, str], _Candidate] = {}
+    def _fuse(self, found: _Found, decided: _Plan) -> dict[tuple[str, str], Fused]:
+        """The channels' hits, by item (:func:`hlmem.recall.fusion.fuse`)."""
         hits: dict[str, Sequence[FtsHit | VectorHit]] = {
             "fts": found.fts,
             "vector": found.vector,
             **found.expanded,
         }
-        for channel in hits:
-            relevance = self._relevance(channel, hits[channel])
-            for rank, (hit, rel) in enumerate(zip(hits[channel], relevance, strict=True), 1):
-                cand = out.setdefault((hit.kind, hit.item_id), _Candidate(hit.kind, hit.item_id))
-                cand.ranks[channel] = rank
-                cand.scores[channel] = rel
-        for rank, claim_id in enumerate(decided.slot_claims, 1):
-            cand = out.setdefault(("claim", claim_id), _Candidate("claim", claim_id))
-            cand.ranks[SLOT] = rank
-            cand.scores[SLOT] = 1.0
-        if decided.allow is not None and not decided.strict:  # "prefer", or not a person
-            for cand in out.values():
-                if cand.id in decided.allow:
-                    cand.ranks["entity"] = 1
-                    cand.scores["entity"] = 1.0
-        return out
-
-    def _relevance(self, channel: str, hits: Sequence[FtsHit | VectorHit]) -> list[float]:
-        """Each hit's relevance in 0..1, comparable across channels: full text, bm25 over the
-        best hit's (for an event, the best event's; for a claim, the best claim's or event's),
-        a hit of common terms only (unranked) :data:`_UNRANKED` over its place among them;
-        vectors, how far the cosine is above the model's floor for the kind, over
-        the room above that floor."""
-        if channel.endswith("vector"):
-            claim_floor, event_floor = self.vector_floors
-            out = []
-            for h in hits:
-                floor = event_floor if h.kind == "event" else claim_floor
-                out.append(min(1.0, max(0.0, (h.score - floor) / max(1e-6, 1.0 - floor))))
-            return out
-        best: dict[str, float] = {}
-        for h in hits:
-            best[h.kind] = max(best.get(h.kind, 0.0), h.score)
-        # Claims against the best claim or event, whichever scored higher; events against the
-        # best event. A claim's words are jieba words that events (indexed as Han n-grams) do
-        # not hold, so its matches carry a rarer word's weight: normalised with the events, the
-        # best claim would outrank the event that says more of the question. But the only
-        # claim matching a word or two ("用户的同事37岁" for the colleague's education) must not
-        # count as the best match either.
-        best["claim"] = max(best.get("claim", 0.0), best.get("event", 0.0))
-        out, unranked = [], 0
-        for h in hits:
-            if h.score > 0:
-                out.append(h.score / best[h.kind])
-            else:
-                unranked += 1
-                out.append(_UNRANKED / unranked)
-        return out
+        prefer = decided.allow if not decided.strict else None  # "prefer", or not a person
+        return fuse(hits, decided.slot_claims, prefer, self.rc, self.vector_floors)
 
     # --- rows, filters and ranking -------------------------------------------------------------
 
     async def _items(
         self,
-        candidates: dict[tuple[str, str], _Candidate],
+        candidates: dict[tuple[str, str], Fused],
         found: _Found,
         scope: _Scope,
         k: int,
@@ -715,7 +634,7 @@ class Recaller:
 
     def _ranked(
         self,
-        candidates: dict[tuple[str, str], _Candidate],
+        candidates: dict[tuple[str, str], Fused],
         found: _Found,
         scope: _Scope,
         k: int,
@@ -836,7 +755,7 @@ class Recaller:
         self,
         reader: SyncReader,
         scored: list[Scored],
-        candidates: dict[tuple[str, str], _Candidate],
+        candidates: dict[tuple[str, str], Fused],
         scope: _Scope,
         trust: dict[str, bool],
     ) -> list[Scored]:
@@ -874,7 +793,7 @@ class Recaller:
                 continue
             if self._event_signals(e, scope, trust) is None:
                 continue
-            candidates[("event", event_id)] = _Candidate("event", event_id, ranks={CONTEXT: 0})
+            candidates[("event", event_id)] = Fused("event", event_id, ranks={CONTEXT: 0})
             out.append(Scored(gain[event_id], True, event_id, e))
         return out
 
